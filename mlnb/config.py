@@ -1,0 +1,247 @@
+"""Study configuration: defaults in one place, TOML files override them.
+
+Every option is a dataclass field with its default and a one-line ``help``.
+``load_config`` reads a TOML file (``tomllib``), applies ``--set key=value``
+overrides, and validates everything against these dataclasses: an unknown
+key is rejected with the nearest valid key suggested, and a wrong type or
+value names the key, the file and what is allowed. The resolved config is
+written back with every run (``dump_toml``) and loads again unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from mlnb.errors import MlnbError
+
+
+def option(default, help: str, choices: tuple | None = None, min: float | None = None,
+           max: float | None = None, exclusive_min: bool = False):
+    """A config field: its default, what it means, and what values are allowed."""
+    return field(default=default, metadata=dict(help=help, choices=choices, min=min, max=max,
+                                                exclusive_min=exclusive_min))
+
+
+def section(cls):
+    return field(default_factory=cls)
+
+
+@dataclass
+class SyntheticConfig:
+    n_documents: int = option(20_000, "documents generated, train and test together (RCV1: 804414)", min=2)
+    n_features: int = option(10_000, "vocabulary size (RCV1: 47236)", min=2)
+    n_categories: int = option(103, "categories, 4 roots plus a two-level hierarchy (RCV1: 103)", min=1)
+    words_per_document: float = option(77.0, "mean distinct words per document (RCV1: ~77)", min=1)
+    extra_topics: float = option(0.35, "mean topic picks beyond the first; sets labels per document", min=0)
+    topical_fraction: float = option(0.25, "share of tokens drawn from the document's topics", min=0, max=1)
+    topic_words: int = option(200, "words in each topic's own vocabulary", min=1)
+    zipf_exponent: float = option(1.0, "exponent of the background word-frequency law", min=0,
+                                  exclusive_min=True)
+
+
+@dataclass
+class SvmlightConfig:
+    path: str = option("", "LIBSVM multilabel file (plain, .gz or .bz2); relative to the working directory")
+    test_path: str = option("", "optional separate test file; empty = seeded random split of `path`")
+    n_features: int = option(0, "number of features; 0 = the largest index seen", min=0)
+    index_base: int = option(1, "index of the first feature: 1 (LIBSVM) or 0", choices=(0, 1))
+    n_categories: int = option(0, "number of categories; 0 = largest label id + 1", min=0)
+
+
+@dataclass
+class DataConfig:
+    source: str = option("synthetic", "where documents come from", choices=("synthetic", "svmlight"))
+    test_fraction: float = option(0.5, "share of documents held out for testing (random split)",
+                                  min=0, max=1, exclusive_min=True)
+    max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
+    synthetic: SyntheticConfig = section(SyntheticConfig)
+    svmlight: SvmlightConfig = section(SvmlightConfig)
+
+
+@dataclass
+class FeaturesConfig:
+    transform: str = option("none", "feature values given to both models",
+                            choices=("none", "binary", "log_tfidf"))
+    min_df: int = option(1, "keep words in at least this many training documents", min=1)
+
+
+@dataclass
+class NaiveBayesConfig:
+    enabled: bool = option(True, "fit and evaluate Naive Bayes")
+    event_model: str = option("multinomial", "word counts or word presence",
+                              choices=("multinomial", "bernoulli"))
+    smoothing: str = option("additive", "additive alpha per word, or m-estimate m/|V| per word",
+                            choices=("additive", "m_estimate"))
+    alpha: float = option(0.5, "additive pseudo-count per word", min=0, exclusive_min=True)
+    m: float = option(1.0, "m-estimate total pseudo-count", min=0, exclusive_min=True)
+    binarize: bool = option(False, "count word presence instead of counts (the RCV1 tutorial does)")
+    mode: str = option("exact", "exact complement counts and priors, or the RCV1 tutorial's approximations",
+                       choices=("exact", "tutorial"))
+
+
+@dataclass
+class LogisticConfig:
+    enabled: bool = option(True, "fit and evaluate logistic regression")
+    engine: str = option("sklearn", "implementation: scikit-learn SGDClassifier one-vs-rest",
+                         choices=("sklearn",))
+    learning_rate: str = option("optimal", "step-size schedule",
+                                choices=("optimal", "constant", "invscaling", "adaptive"))
+    eta0: float = option(0.01, "initial step size (not used by 'optimal')", min=0)
+    alpha: float = option(1e-5, "regularisation strength", min=0)
+    penalty: str = option("l2", "regulariser", choices=("l2", "l1", "elasticnet"))
+    l1_ratio: float = option(0.15, "elastic-net mixing, 0 = l2 .. 1 = l1", min=0, max=1)
+    npasses: int = option(5, "passes over the training data", min=1)
+    average: bool = option(False, "averaged SGD")
+    n_jobs: int = option(1, "categories fitted in parallel (processes)", min=1)
+
+
+@dataclass
+class EvalConfig:
+    threshold: float = option(0.5, "probability cut for accuracy, precision, recall, F1",
+                              min=0, max=1, exclusive_min=True)
+    roc_points: int = option(101, "points of the FPR grid (x from 0 to 1) for ROC and lift", min=2)
+
+
+@dataclass
+class ReportConfig:
+    category: int = option(6, "category shown in the ROC and lift plots (index)", min=0)
+    plots: bool = option(True, "draw the PNG plots")
+    top_differences: int = option(10, "categories listed where the models differ most", min=0)
+
+
+@dataclass
+class StudyConfig:
+    name: str = option("", "name of the study; empty = the config file's name")
+    seed: int = option(0, "seed of data generation, split, subsampling and SGD")
+    data: DataConfig = section(DataConfig)
+    features: FeaturesConfig = section(FeaturesConfig)
+    nb: NaiveBayesConfig = section(NaiveBayesConfig)
+    lr: LogisticConfig = section(LogisticConfig)
+    eval: EvalConfig = section(EvalConfig)
+    report: ReportConfig = section(ReportConfig)
+
+
+# -- loading and validation -------------------------------------------------------------------
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
+    """The value converted to ``kind``, or an MlnbError that names ``where``."""
+    ok = (isinstance(value, bool) if kind is bool else
+          isinstance(value, int) and not isinstance(value, bool) if kind is int else
+          isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
+          isinstance(value, str))
+    if not ok:
+        raise MlnbError(f"{where}: expected {_TYPE_NAMES[kind]}, got {value!r}")
+    if kind is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise MlnbError(f"{where}: expected a finite number, got {value!r}")
+    if meta.get("choices") is not None and value not in meta["choices"]:
+        allowed = ", ".join(repr(c) for c in meta["choices"])
+        raise MlnbError(f"{where}: expected one of {allowed}, got {value!r}")
+    low, high = meta.get("min"), meta.get("max")
+    if low is not None and (value <= low if meta.get("exclusive_min") else value < low):
+        raise MlnbError(f"{where}: expected a value {'>' if meta.get('exclusive_min') else '>='} "
+                        f"{low}, got {value!r}")
+    if high is not None and value > high:
+        raise MlnbError(f"{where}: expected a value <= {high}, got {value!r}")
+    return value
+
+
+def _build(cls, table: dict, prefix: str, source: str, overridden: set):
+    """An instance of dataclass ``cls`` from a TOML table, validated key by key."""
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        from_set = any(o == dotted or o.startswith(dotted + ".") for o in overridden)
+        origin = "--set" if from_set else source
+        if key not in fields:
+            close = difflib.get_close_matches(key, fields, n=1)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(fields)}"
+            raise MlnbError(f"{origin}: unknown key '{dotted}'{hint}")
+        kind = hints[key]
+        if dataclasses.is_dataclass(kind):
+            if not isinstance(value, dict):
+                raise MlnbError(f"{origin}: '{dotted}' must be a table ([{dotted}]), got {value!r}")
+            values[key] = _build(kind, value, f"{dotted}.", source, overridden)
+        else:
+            values[key] = _check_value(value, kind, fields[key].metadata, f"{origin}: {dotted}")
+    return cls(**values)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """'nb.alpha=0.1' -> (['nb', 'alpha'], 0.1); the value is read as TOML, else as a string."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise MlnbError(f"--set {text!r}: expected key=value, e.g. nb.alpha=0.1")
+    try:
+        value = tomllib.loads(f"value = {raw.strip()}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key.split("."), value
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConfig:
+    """The validated study config: defaults < TOML file < ``--set`` overrides."""
+    table: dict = {}
+    source = "defaults"
+    if path is not None:
+        path = Path(path)
+        source = str(path)
+        if not path.is_file():
+            raise MlnbError(f"{path}: no such config file")
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as error:
+            raise MlnbError(f"{path}: not valid TOML ({error})") from None
+        except UnicodeDecodeError:
+            raise MlnbError(f"{path}: not a UTF-8 text file") from None
+    overridden = set()
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = table
+        for part in keys[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise MlnbError(f"--set {text!r}: '{part}' is not a section")
+        node[keys[-1]] = value
+        overridden.add(".".join(keys))
+    config = _build(StudyConfig, table, "", source, overridden)
+    if not config.name:
+        config.name = path.stem if path is not None else "study"
+    return config
+
+
+# -- writing ---------------------------------------------------------------------------------
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dump_toml(config, prefix: str = "") -> str:
+    """The config as TOML, every key written (with its help as a comment)."""
+    scalars, tables = [], []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            tables.append(f"\n[{prefix}{f.name}]\n" + dump_toml(value, f"{prefix}{f.name}."))
+        else:
+            scalars.append(f"{f.name} = {_toml_value(value)}  # {f.metadata['help']}")
+    return "\n".join(scalars) + "\n" + "".join(tables)
+
+
+def config_dict(config) -> dict:
+    return dataclasses.asdict(config)

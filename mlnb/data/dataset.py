@@ -1,0 +1,156 @@
+"""A multilabel dataset: X (documents × features), Y (documents × categories), a split.
+
+X is CSR float32 and Y is CSR 0/1; the train/test split is a pair of row
+index arrays drawn from a seeded generator, so the same seed always gives the
+same split. Loaders (synthetic, svmlight, ...) build one of these; nothing
+downstream cares where it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from mlnb.errors import MlnbError
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Documents, their categories and a train/test split.
+
+    X : csr_matrix (n, V) float32      feature values (counts, presence or TF-IDF)
+    Y : csr_matrix (n, K) int8         Y[i, k] = 1 if document i is in category k
+    category_names : list of K str
+    feature_names : list of V str, or None
+    train_index, test_index : int arrays of row numbers, disjoint
+    name : a short label for reports
+    """
+
+    X: sp.csr_matrix
+    Y: sp.csr_matrix
+    category_names: list
+    train_index: np.ndarray
+    test_index: np.ndarray
+    feature_names: list | None = None
+    name: str = "dataset"
+
+    def __post_init__(self):
+        n = self.X.shape[0]
+        if self.Y.shape[0] != n:
+            raise MlnbError(f"X has {n} documents but Y has {self.Y.shape[0]}")
+        if len(self.category_names) != self.Y.shape[1]:
+            raise MlnbError(f"{len(self.category_names)} category names for {self.Y.shape[1]} categories")
+        if self.feature_names is not None and len(self.feature_names) != self.X.shape[1]:
+            raise MlnbError(f"{len(self.feature_names)} feature names for {self.X.shape[1]} features")
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_arrays(cls, X, Y, category_names=None, feature_names=None, test_fraction=0.5,
+                    seed=0, name="dataset") -> "Dataset":
+        """All documents in one pool, split at random with ``seed``."""
+        X, Y = _as_X(X), _as_Y(Y)
+        names = list(category_names) if category_names is not None else _default_names(Y.shape[1])
+        train, test = random_split(X.shape[0], test_fraction, seed)
+        return cls(X=X, Y=Y, category_names=names, feature_names=feature_names,
+                   train_index=train, test_index=test, name=name)
+
+    @classmethod
+    def from_train_test(cls, X_train, Y_train, X_test, Y_test, category_names=None,
+                        feature_names=None, name="dataset") -> "Dataset":
+        """A given split: training rows first, then test rows."""
+        X_train, X_test = _as_X(X_train), _as_X(X_test)
+        Y_train, Y_test = _as_Y(Y_train), _as_Y(Y_test)
+        if X_train.shape[1] != X_test.shape[1]:
+            raise MlnbError(f"train data has {X_train.shape[1]} features but test data has "
+                            f"{X_test.shape[1]}: they must share one feature space")
+        if Y_train.shape[1] != Y_test.shape[1]:
+            raise MlnbError(f"train data has {Y_train.shape[1]} categories but test data has "
+                            f"{Y_test.shape[1]}")
+        n_train, n_test = X_train.shape[0], X_test.shape[0]
+        names = list(category_names) if category_names is not None else _default_names(Y_train.shape[1])
+        return cls(X=sp.vstack([X_train, X_test], format="csr"),
+                   Y=sp.vstack([Y_train, Y_test], format="csr"), category_names=names,
+                   feature_names=feature_names, train_index=np.arange(n_train),
+                   test_index=np.arange(n_train, n_train + n_test), name=name)
+
+    def subsample_train(self, n_documents: int, seed: int = 0) -> "Dataset":
+        """Keep a seeded random ``n_documents`` of the training rows (all if fewer)."""
+        if n_documents <= 0 or n_documents >= self.train_index.size:
+            return self
+        rng = np.random.default_rng([seed, 1])
+        keep = np.sort(rng.choice(self.train_index, size=n_documents, replace=False))
+        return replace(self, train_index=keep)
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def X_train(self) -> sp.csr_matrix:
+        return self.X[self.train_index]
+
+    @property
+    def Y_train(self) -> sp.csr_matrix:
+        return self.Y[self.train_index]
+
+    @property
+    def X_test(self) -> sp.csr_matrix:
+        return self.X[self.test_index]
+
+    @property
+    def Y_test(self) -> sp.csr_matrix:
+        return self.Y[self.test_index]
+
+    @property
+    def n_documents(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def n_categories(self) -> int:
+        return self.Y.shape[1]
+
+    def describe(self) -> dict:
+        """Shape and label statistics for reports."""
+        labels_per_doc = np.diff(self.Y.indptr)
+        words_per_doc = np.diff(self.X.indptr)
+        prevalence = np.asarray(self.Y.sum(axis=0)).ravel() / max(self.n_documents, 1)
+        return {
+            "name": self.name, "n_documents": self.n_documents, "n_train": int(self.train_index.size),
+            "n_test": int(self.test_index.size), "n_features": self.n_features,
+            "n_categories": self.n_categories, "nnz": int(self.X.nnz),
+            "mean_labels_per_document": float(labels_per_doc.mean()) if self.n_documents else 0.0,
+            "mean_features_per_document": float(words_per_doc.mean()) if self.n_documents else 0.0,
+            "max_prevalence": float(prevalence.max()) if self.n_categories else 0.0,
+            "min_nonzero_prevalence": float(prevalence[prevalence > 0].min()) if (prevalence > 0).any() else 0.0,
+        }
+
+
+def random_split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded split of range(n) into sorted (train, test) index arrays."""
+    if not 0.0 < test_fraction < 1.0:
+        raise MlnbError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    n_test = int(round(n * test_fraction))
+    if n_test == 0 or n_test == n:
+        raise MlnbError(f"test_fraction {test_fraction} of {n} documents leaves an empty train or test set")
+    permutation = np.random.default_rng([seed, 0]).permutation(n)
+    return np.sort(permutation[n_test:]), np.sort(permutation[:n_test])
+
+
+def _default_names(K: int) -> list[str]:
+    return [str(k) for k in range(K)]
+
+
+def _as_X(X) -> sp.csr_matrix:
+    X = sp.csr_matrix(X)
+    return X if X.dtype == np.float32 else X.astype(np.float32)
+
+
+def _as_Y(Y) -> sp.csr_matrix:
+    Y = sp.csr_matrix(Y)
+    Y.eliminate_zeros()
+    if Y.nnz and not np.all(Y.data == 1):
+        raise MlnbError("Y must hold only 0 and 1")
+    return Y.astype(np.int8)

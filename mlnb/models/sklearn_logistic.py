@@ -1,0 +1,112 @@
+r"""Logistic regression by scikit-learn's SGD, one category at a time (the reference).
+
+For each category k, ``SGDClassifier(loss="log_loss")`` minimises
+
+    (1/n) Σ_i log(1 + exp(−s_ik · (x_i·w_k + b_k))) + α · R(w_k),    s_ik = 2·y_ik − 1
+
+over exactly ``npasses`` passes through the data. This is what
+``OneVsRestClassifier(SGDClassifier(loss="log_loss"))`` does; the fitted
+coefficients are then stacked into one W (V × K) and b (K,) so that scoring
+is the same single product X·W + b as every other mlnb model.
+
+A category with no positive (or no negative) training document cannot be
+fitted; it gets w_k = 0 and the prior log-odds log((N + ½)/(N̄ + ½)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator
+from sklearn.linear_model import SGDClassifier
+
+from mlnb import progress
+from mlnb.errors import MlnbError
+from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+
+LEARNING_RATES = ("optimal", "constant", "invscaling", "adaptive")
+PENALTIES = ("l2", "l1", "elasticnet")
+
+
+def _fit_one_category(X, y, params: dict) -> tuple[np.ndarray, float]:
+    clf = SGDClassifier(loss="log_loss", tol=None, **params).fit(X, y)
+    return clf.coef_.ravel(), float(clf.intercept_[0])
+
+
+class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
+    """One-vs-rest SGD logistic regression through scikit-learn.
+
+    Parameters
+    ----------
+    learning_rate : {"optimal", "constant", "invscaling", "adaptive"}
+        scikit-learn's step-size schedule.
+    eta0 : float
+        Initial step size (unused by "optimal").
+    alpha : float >= 0
+        Regularisation strength α.
+    penalty : {"l2", "l1", "elasticnet"}
+    l1_ratio : float in [0, 1]
+        Elastic-net mixing (only for ``penalty="elasticnet"``).
+    npasses : int >= 1
+        Passes (epochs) over the training data; always run in full.
+    average : bool
+        Averaged SGD (ASGD).
+    random_state : int
+        Seed of the per-pass shuffling; the same for every category, as when
+        ``OneVsRestClassifier`` clones one estimator.
+    n_jobs : int
+        Categories fitted in parallel (joblib processes).
+    """
+
+    def __init__(self, learning_rate="optimal", eta0=0.01, alpha=1e-5, penalty="l2", l1_ratio=0.15,
+                 npasses=5, average=False, random_state=0, n_jobs=1):
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.alpha = alpha
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.npasses = npasses
+        self.average = average
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _sgd_params(self) -> dict:
+        if self.learning_rate not in LEARNING_RATES:
+            raise MlnbError(f"learning_rate must be one of {LEARNING_RATES}, got {self.learning_rate!r}")
+        if self.penalty not in PENALTIES:
+            raise MlnbError(f"penalty must be one of {PENALTIES}, got {self.penalty!r}")
+        if not (isinstance(self.npasses, (int, np.integer)) and self.npasses >= 1):
+            raise MlnbError(f"npasses must be an integer >= 1, got {self.npasses!r}")
+        return dict(learning_rate=self.learning_rate, eta0=self.eta0, alpha=self.alpha,
+                    penalty=self.penalty, l1_ratio=self.l1_ratio, max_iter=self.npasses,
+                    average=self.average, random_state=self.random_state)
+
+    def fit(self, X, Y):
+        """Fit every category on X (n × V) and Y (n × K, 0/1)."""
+        params = self._sgd_params()
+        X = as_csr_float32(X).astype(np.float64)  # SGDClassifier works in float64
+        Y = as_label_matrix(Y, X.shape[0]).tocsc()
+        n, K = Y.shape
+        positives = np.diff(Y.indptr)
+        trainable = (positives > 0) & (positives < n)
+        self.untrainable_categories_ = np.flatnonzero(~trainable)
+        W = np.zeros((X.shape[1], K), dtype=np.float32)
+        with np.errstate(divide="ignore"):
+            b = (np.log(positives + 0.5) - np.log(n - positives + 0.5)).astype(np.float32)
+
+        def labels(k):
+            y = np.zeros(n, dtype=np.int8)
+            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = 1
+            return y
+
+        todo = np.flatnonzero(trainable)
+        jobs = (delayed(_fit_one_category)(X, labels(k), params) for k in todo)
+        fitted = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
+        for k, (coef, intercept) in zip(todo, progress.track(fitted, total=len(todo),
+                                                             description="LR (sklearn SGD)")):
+            W[:, k] = coef
+            b[k] = intercept
+        self.n_features_in_ = X.shape[1]
+        self.weights_ = W  # (V, K)
+        self.bias_ = b  # (K,)
+        return self

@@ -1,0 +1,117 @@
+"""Matplotlib figures of a study (PNG): the classic NB-vs-LR plots.
+
+Each function takes the study result and a path, draws one figure and saves it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from mlnb.study import StudyResult  # noqa: E402
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def accuracy_per_category(result: StudyResult, path: Path) -> Path:
+    """Expected accuracy per category index, NB red and LR blue (the RCV1 tutorial's plot),
+    with the test prevalence: accuracy near 1 on rare categories is mostly the base rate."""
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for run in result.models:
+        table = run.evaluation.per_category
+        ax.plot(table["category"], table["expected_accuracy"], "-o", ms=3, lw=1, color=run.color,
+                label=f"{run.label}: mean {run.evaluation.summary['mean_expected_accuracy']:.4f}")
+    table = result.models[0].evaluation.per_category
+    ax.plot(table["category"], 1 - table["prevalence"], ":", color="gray", lw=1,
+            label="always 'no' (1 − prevalence)")
+    ax.set_xlabel("category index")
+    ax.set_ylabel("expected accuracy  mean(p·y + (1−p)(1−y))")
+    ax.set_title("Per-category expected accuracy on the test set")
+    ax.set_xlim(-1, len(table))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def _category_title(result: StudyResult, k: int) -> str:
+    table = result.models[0].evaluation.per_category
+    return (f"category {k} ({result.category_names[k]}): {int(table['n_pos'][k])} positive of "
+            f"{int(table['n_pos'][k] + table['n_neg'][k])} test documents")
+
+
+def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
+    """Exact ROC curves of every model for category k, with the chance diagonal."""
+    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    for run in result.models:
+        curve = run.evaluation.curves[k]
+        if curve.defined:
+            auc = run.evaluation.per_category["auc"][k]
+            ax.plot(curve.fpr, curve.tpr, color=run.color, lw=1.5, label=f"{run.label}: AUC {auc:.4f}")
+    ax.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="chance")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.01)
+    ax.set_title("ROC, " + _category_title(result, k), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
+    """Left: ROC lift TPR/FPR on the FPR grid. Right: lift by depth (precision at depth /
+    base rate) over the share of documents targeted."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for run in result.models:
+        ev = run.evaluation
+        left.plot(ev.grid[1:], ev.roc_lift[k], color=run.color, lw=1.5, label=run.label)
+        right.plot(ev.grid[1:], ev.depth_lift[k], color=run.color, lw=1.5, label=run.label)
+    for ax in (left, right):
+        ax.axhline(1.0, ls="--", color="gray", lw=1, label="random (lift 1)")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        ax.set_xlim(0, 1)
+    left.set_xlabel("false positive rate")
+    left.set_ylabel("ROC lift  TPR / FPR")
+    left.set_title("ROC lift", fontsize=10)
+    right.set_xlabel("share of documents targeted (depth, by score)")
+    right.set_ylabel("lift  precision at depth / base rate")
+    right.set_title("Lift by depth (cumulative gains / depth)", fontsize=10)
+    fig.suptitle(_category_title(result, k), fontsize=10)
+    return _save(fig, path)
+
+
+def auc_scatter(result: StudyResult, path: Path) -> Path:
+    """AUC of NB against LR per category, coloured by training positives (log scale)."""
+    if len(result.models) < 2:
+        return None
+    a, b = result.models[0], result.models[1]
+    x, y = a.evaluation.per_category["auc"], b.evaluation.per_category["auc"]
+    fig, ax = plt.subplots(figsize=(6, 5.5))
+    positives = np.maximum(result.train_positives, 1)
+    points = ax.scatter(x, y, c=np.log10(positives), cmap="viridis", s=18, edgecolor="k", lw=0.3)
+    low = np.nanmin(np.r_[x, y, 1.0])
+    low = max(0.0, min(low, 0.5) - 0.02) if np.isfinite(low) else 0.0
+    ax.plot([low, 1], [low, 1], "--", color="gray", lw=1, label="equal AUC")
+    ax.set_xlim(low, 1.005)
+    ax.set_ylim(low, 1.005)
+    ax.set_xlabel(f"AUC, {a.label}")
+    ax.set_ylabel(f"AUC, {b.label}")
+    above = int(np.sum(y > x))
+    ax.set_title(f"Per-category AUC: {b.key.upper()} higher in {above}, "
+                 f"{a.key.upper()} higher in {int(np.sum(x > y))}", fontsize=10)
+    fig.colorbar(points, ax=ax, label="log10 training positives")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)

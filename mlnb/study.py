@@ -1,0 +1,110 @@
+"""One NB-vs-LR study: data source -> features -> models -> scores -> metrics.
+
+``run_study`` computes everything and writes nothing; ``mlnb.report`` turns
+its result into a results folder. The CLI only chains the two.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mlnb import progress
+from mlnb.config import StudyConfig
+from mlnb.data.dataset import Dataset
+from mlnb.data.sources import load_dataset
+from mlnb.errors import MlnbError
+from mlnb.features import FeatureTransform
+from mlnb.metrics.evaluation import Evaluation, evaluate
+from mlnb.models import NaiveBayes, SklearnLogisticRegression
+
+MODEL_COLORS = {"nb": "tab:red", "lr": "tab:blue"}  # the classic plot: NB red, LR blue
+
+
+@dataclass
+class ModelResult:
+    key: str  # "nb" or "lr"
+    label: str  # for tables and legends
+    model: object
+    fit_seconds: float
+    score_seconds: float
+    eval_seconds: float
+    evaluation: Evaluation
+
+    @property
+    def color(self) -> str:
+        return MODEL_COLORS.get(self.key, "black")
+
+
+@dataclass
+class StudyResult:
+    config: StudyConfig
+    data: dict  # Dataset.describe() plus the feature space after transforms
+    category_names: list
+    train_positives: np.ndarray  # (K,) training documents per category
+    models: list[ModelResult] = field(default_factory=list)
+    load_seconds: float = 0.0
+
+
+def build_models(config: StudyConfig) -> dict[str, tuple[str, object]]:
+    """key -> (label, unfitted estimator) for the enabled models."""
+    models = {}
+    if config.nb.enabled:
+        nb = config.nb
+        label = f"Naive Bayes ({nb.event_model}{', binarized' if nb.binarize else ''})"
+        models["nb"] = (label, NaiveBayes(event_model=nb.event_model, smoothing=nb.smoothing,
+                                          alpha=nb.alpha, m=nb.m, binarize=nb.binarize, mode=nb.mode))
+    if config.lr.enabled:
+        lr = config.lr
+        models["lr"] = ("Logistic regression (sklearn SGD)",
+                        SklearnLogisticRegression(learning_rate=lr.learning_rate, eta0=lr.eta0,
+                                                  alpha=lr.alpha, penalty=lr.penalty,
+                                                  l1_ratio=lr.l1_ratio, npasses=lr.npasses,
+                                                  average=lr.average, random_state=config.seed,
+                                                  n_jobs=lr.n_jobs))
+    if not models:
+        raise MlnbError("nb.enabled and lr.enabled are both false: nothing to study")
+    return models
+
+
+def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
+    with progress.status("loading data"):
+        dataset = load_dataset(config.data, config.seed)
+    if not 0 <= config.report.category < dataset.n_categories:
+        raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
+                        f"{dataset.n_categories} categories (0..{dataset.n_categories - 1})")
+    features = FeatureTransform(config.features.transform, config.features.min_df)
+    features.fit(dataset.X_train)
+    return dataset, features
+
+
+def run_study(config: StudyConfig) -> StudyResult:
+    """Fit every enabled model on the training part and evaluate it on the test part."""
+    started = time.perf_counter()
+    models = build_models(config)
+    dataset, features = prepare_data(config)
+    X_train, X_test = features.transform(dataset.X_train), features.transform(dataset.X_test)
+    Y_train, Y_test = dataset.Y_train, dataset.Y_test
+    info = dataset.describe() | {"n_features_used": int(X_train.shape[1]),
+                                 "feature_transform": config.features.transform}
+    result = StudyResult(config=config, data=info, category_names=dataset.category_names,
+                         train_positives=np.asarray(Y_train.sum(axis=0)).ravel(),
+                         load_seconds=time.perf_counter() - started)
+    for key, (label, model) in models.items():
+        t0 = time.perf_counter()
+        with progress.status(f"fitting {label}"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
+            model.fit(X_train, Y_train)
+        t1 = time.perf_counter()
+        scores = model.decision_function(X_test)  # (n_test, K) log-odds
+        t2 = time.perf_counter()
+        evaluation = evaluate(Y_test, scores, dataset.category_names, config.eval.threshold,
+                              config.eval.roc_points)
+        t3 = time.perf_counter()
+        result.models.append(ModelResult(key=key, label=label, model=model, fit_seconds=t1 - t0,
+                                         score_seconds=t2 - t1, eval_seconds=t3 - t2,
+                                         evaluation=evaluation))
+    return result
