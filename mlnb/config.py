@@ -38,7 +38,7 @@ class SyntheticConfig:
     n_features: int = option(10_000, "vocabulary size (RCV1: 47236)", min=2)
     n_categories: int = option(103, "categories, 4 roots plus a two-level hierarchy (RCV1: 103)", min=1)
     words_per_document: float = option(77.0, "mean distinct words per document (RCV1: ~77)", min=1)
-    extra_topics: float = option(0.35, "mean topic picks beyond the first; sets labels per document", min=0)
+    extra_topics: float = option(0.75, "mean topic picks beyond the first; sets labels per document", min=0)
     topical_fraction: float = option(0.25, "share of tokens drawn from the document's topics", min=0, max=1)
     topic_words: int = option(200, "words in each topic's own vocabulary", min=1)
     zipf_exponent: float = option(1.0, "exponent of the background word-frequency law", min=0,
@@ -68,7 +68,8 @@ class DataConfig:
 class FeaturesConfig:
     transform: str = option("none", "feature values given to both models",
                             choices=("none", "binary", "log_tfidf"))
-    min_df: int = option(1, "keep words in at least this many training documents", min=1)
+    min_df: int = option(0, "keep only words in at least this many training documents; 0 = keep all",
+                         min=0)
 
 
 @dataclass

@@ -6,7 +6,8 @@ r"""Feature transforms fitted on the training documents and applied to both part
                 each row scaled to unit L2 norm (df and n from the training part).
 
 ``min_df`` keeps only the words present in at least that many training
-documents; the test part uses the same columns.
+documents (0 keeps every column, even words never seen in training); the test
+part uses the same columns.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ TRANSFORMS = ("none", "binary", "log_tfidf")
 class FeatureTransform:
     """Fit on training X, then ``transform`` any X with the same columns."""
 
-    def __init__(self, transform: str = "none", min_df: int = 1):
+    def __init__(self, transform: str = "none", min_df: int = 0):
         if transform not in TRANSFORMS:
             raise MlnbError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
         self.transform_name = transform

@@ -102,8 +102,16 @@ class _Corpus:
     def __init__(self, n_features, n_categories, topic_words, zipf_exponent, rng):
         self.parent, self.names = _hierarchy(n_categories, rng)
         self.closure = _ancestor_closure(self.parent)
-        # pick weights over four decades, shuffled so that rarity is not the category index
-        self.pick_cdf = np.cumsum(rng.permutation(np.logspace(0, -4, n_categories)))
+        # pick weights over four decades; common topics get low ids within each level
+        # (as in RCV1's code order, roots first), with some shuffling of neighbours
+        # Roots are rarely picked themselves: like RCV1's CCAT, they are common because
+        # their descendants are.
+        n_roots = int((self.parent < 0).sum())
+        inner = n_categories - n_roots
+        order = n_roots + np.argsort(np.arange(inner) + rng.uniform(0, 6, inner), kind="stable")
+        weights = np.full(n_categories, 1e-4)
+        weights[order] = np.logspace(0, -4, inner) if inner else []
+        self.pick_cdf = np.cumsum(weights)
         self.pick_cdf /= self.pick_cdf[-1]
         self.word_of_rank = rng.permutation(n_features)  # word id of each frequency rank
         self.background_cdf = _zipf_cdf(n_features, zipf_exponent)
@@ -117,7 +125,7 @@ class _Corpus:
 
 
 def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_categories: int = 103,
-                   words_per_document: float = 77.0, extra_topics: float = 0.35,
+                   words_per_document: float = 77.0, extra_topics: float = 0.75,
                    topical_fraction: float = 0.25, topic_words: int = 200,
                    zipf_exponent: float = 1.0, test_fraction: float = 0.5, seed: int = 0) -> Dataset:
     """Generate an RCV1-like multilabel corpus of word counts, with a seeded split.

@@ -41,8 +41,12 @@ def as_label_matrix(Y, n_documents: int) -> sp.csr_matrix:
 
 
 def log_odds_to_proba(scores: np.ndarray) -> np.ndarray:
-    """σ(z) = 1 / (1 + e^{-z}), computed without overflow for any z."""
-    return expit(scores)
+    """σ(z) = 1 / (1 + e^{-z}) in float64, without overflow for any z.
+
+    float64 keeps σ(z) off exact 0 down to z ≈ −745 (float32: z ≈ −104); rank
+    metrics still use z itself, never these probabilities.
+    """
+    return expit(np.asarray(scores, dtype=np.float64))
 
 
 class LinearMultilabelModel:
@@ -61,17 +65,21 @@ class LinearMultilabelModel:
                 f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_}: train and test data must share one feature space")
 
+    def _scoring_input(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """The feature values W applies to; a model that binarises overrides this."""
+        return X
+
     def decision_function(self, X) -> np.ndarray:
         """Per-category log-odds z = X·W + b, shape (documents, categories), float32."""
         self._check_fitted()
         X = as_csr_float32(X)
         self._check_features(X)
-        scores = X @ self.weights_  # (n, V) · (V, K) -> (n, K)
+        scores = self._scoring_input(X) @ self.weights_  # (n, V) · (V, K) -> (n, K)
         scores += self.bias_
         return scores
 
     def predict_proba(self, X) -> np.ndarray:
-        """P(category | document) = σ(X·W + b), shape (documents, categories)."""
+        """P(category | document) = σ(X·W + b), shape (documents, categories), float64."""
         return log_odds_to_proba(self.decision_function(X))
 
     def predict(self, X, threshold: float = 0.5) -> np.ndarray:

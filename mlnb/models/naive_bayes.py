@@ -88,8 +88,9 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
     bias_ : ndarray (K,), float32
         b, per-category log-odds of an empty document.
     untrainable_categories_ : ndarray of int
-        Categories with no positive (or no negative) training documents. Their
-        prior uses log((N + ½)/(N̄ + ½)) so that scores stay finite.
+        Categories with no positive (or no negative) training documents. They
+        score by their prior alone, W[:, k] = 0 and b_k = log((N + ½)/(N̄ + ½)),
+        so that scores stay finite.
     """
 
     def __init__(self, event_model="multinomial", smoothing="additive", alpha=0.5, m=1.0,
@@ -145,13 +146,16 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"m must be > 0, got {self.m}")
 
     def _event_counts(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """X itself (multinomial) or its presence pattern (Bernoulli / binarize)."""
+        """X itself (multinomial) or its presence pattern (Bernoulli / binarize),
+        both when counting and when scoring."""
         if not (self.binarize or self.event_model == "bernoulli"):
             return X
         presence = X.copy()
         presence.data = (presence.data > 0).astype(np.float32)
         presence.eliminate_zeros()
         return presence
+
+    _scoring_input = _event_counts
 
     def _count(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> None:
         """F += Yᵀ·X, t += 1ᵀ·X, N += 1ᵀ·Y, n += rows: the only pass over the data."""
@@ -185,7 +189,7 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         self.untrainable_categories_ = np.flatnonzero(~trainable)
         if not trainable.all():
             warnings.warn(f"{int((~trainable).sum())} categories have no positive or no negative "
-                          "training documents; their prior uses (N + 1/2)/(N̄ + 1/2)", stacklevel=4)
+                          "training documents; they score by their prior alone", stacklevel=4)
         with np.errstate(divide="ignore"):
             exact = np.log(N) - np.log(N_bar)
         smoothed = np.log(N + 0.5) - np.log(N_bar + 0.5)
@@ -208,5 +212,10 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             p_bar = (F_bar + alpha) / (N_bar[:, None] + 2 * alpha)
             W = np.log(p) - np.log1p(-p) - np.log(p_bar) + np.log1p(-p_bar)
             b = prior + (np.log1p(-p) - np.log1p(-p_bar)).sum(axis=1)
+        # without both classes in training there is nothing to learn about words:
+        # score such categories by their prior alone (as the LR models do)
+        untrainable = self.untrainable_categories_
+        W[untrainable] = 0.0
+        b[untrainable] = prior[untrainable]
         self.weights_ = np.ascontiguousarray(W.T, dtype=np.float32)  # (V, K)
         self.bias_ = b.astype(np.float32)  # (K,)

@@ -84,7 +84,7 @@ class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
     def fit(self, X, Y):
         """Fit every category on X (n × V) and Y (n × K, 0/1)."""
         params = self._sgd_params()
-        X = as_csr_float32(X).astype(np.float64)  # SGDClassifier works in float64
+        X = as_csr_float32(X)
         Y = as_label_matrix(Y, X.shape[0]).tocsc()
         n, K = Y.shape
         positives = np.diff(Y.indptr)

@@ -43,6 +43,13 @@ def accuracy_per_category(result: StudyResult, path: Path) -> Path:
     return _save(fig, path)
 
 
+def _note_if_undefined(ax, result: StudyResult, k: int) -> None:
+    if not result.models[0].evaluation.curves[k].defined:
+        ax.text(0.5, 0.5, "undefined: the test set has no positive\n(or no negative) document "
+                "for this category", ha="center", va="center", transform=ax.transAxes, fontsize=9,
+                color="dimgray")
+
+
 def _category_title(result: StudyResult, k: int) -> str:
     table = result.models[0].evaluation.per_category
     return (f"category {k} ({result.category_names[k]}): {int(table['n_pos'][k])} positive of "
@@ -58,6 +65,7 @@ def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
             auc = run.evaluation.per_category["auc"][k]
             ax.plot(curve.fpr, curve.tpr, color=run.color, lw=1.5, label=f"{run.label}: AUC {auc:.4f}")
     ax.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="chance")
+    _note_if_undefined(ax, result, k)
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.set_xlim(0, 1)
@@ -82,6 +90,7 @@ def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
         ax.set_xlim(0, 1)
+        _note_if_undefined(ax, result, k)
     left.set_xlabel("false positive rate")
     left.set_ylabel("ROC lift  TPR / FPR")
     left.set_title("ROC lift", fontsize=10)

@@ -1,0 +1,27 @@
+"""Shared fixtures: a small synthetic corpus and the real data beside the project."""
+
+from pathlib import Path
+
+import pytest
+
+from mlnb.data.synthetic import make_rcv1_like
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+RCV1_SUBSET = SHARED_DATA / "rcv1subset" / "rcv1subset1.svm.gz"
+
+
+@pytest.fixture(scope="session")
+def small_corpus():
+    """3,000 documents, 2,000 words, 20 categories: seconds to fit anything."""
+    return make_rcv1_like(n_documents=3000, n_features=2000, n_categories=20, seed=7)
+
+
+@pytest.fixture(scope="session")
+def rcv1_subset():
+    """The real RCV1-v2 subset (6,000 documents) from ../shared/data, or a skip."""
+    if not RCV1_SUBSET.is_file():
+        pytest.skip(f"real data not found at {RCV1_SUBSET} (../shared/data is beside the project "
+                    "only in the development checkout)")
+    from mlnb.data.svmlight import load_svmlight_dataset
+
+    return load_svmlight_dataset(RCV1_SUBSET, n_features=47236, seed=0)

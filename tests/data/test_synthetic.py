@@ -1,0 +1,65 @@
+"""The synthetic corpus has RCV1's shape and statistics, and depends only on its seed."""
+
+import numpy as np
+import pytest
+
+from mlnb import MlnbError
+from mlnb.data.synthetic import _ancestor_closure, make_rcv1_like
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_rcv1_like(n_documents=60_000, n_features=20_000, n_categories=103, seed=3)
+
+
+def test_shapes_and_types(corpus):
+    assert corpus.X.shape == (60_000, 20_000) and corpus.Y.shape == (60_000, 103)
+    assert corpus.X.dtype == np.float32 and corpus.X.format == "csr"
+    assert corpus.train_index.size + corpus.test_index.size == 60_000
+    assert np.intersect1d(corpus.train_index, corpus.test_index).size == 0
+    assert len(corpus.category_names) == 103 and corpus.category_names[:4] == ["CCAT", "ECAT", "GCAT", "MCAT"]
+
+
+def test_rcv1_like_statistics(corpus):
+    info = corpus.describe()
+    assert 70 <= info["mean_features_per_document"] <= 85  # RCV1: ~77 distinct words
+    assert 2.8 <= info["mean_labels_per_document"] <= 3.8  # RCV1: ~3.2 labels
+    prevalence = np.asarray(corpus.Y.sum(axis=0)).ravel() / corpus.n_documents
+    assert prevalence.max() > 0.25  # a CCAT-like giant
+    positive = prevalence[prevalence > 0]
+    assert np.log10(positive.max() / positive.min()) >= 3.5  # about four decades
+    # word frequencies: a Zipf-like head, the top 1% of words carry a large share of tokens
+    frequency = np.sort(np.asarray(corpus.X.sum(axis=0)).ravel())[::-1]
+    assert frequency[:200].sum() / frequency.sum() > 0.3
+    assert (corpus.X.data >= 1).all() and np.all(corpus.X.data == np.round(corpus.X.data))
+
+
+def test_every_label_brings_its_ancestors(corpus):
+    names = corpus.category_names
+    Y = corpus.Y.toarray().astype(bool)
+    children = [k for k, name in enumerate(names) if not name.endswith("CAT")]
+    assert children
+    for k in children:
+        root = [j for j, name in enumerate(names) if name == names[k][0] + "CAT"][0]
+        assert Y[Y[:, k], root].all(), f"{names[k]} without its root"
+
+
+def test_same_seed_same_corpus_other_seed_other_corpus():
+    a = make_rcv1_like(n_documents=2000, n_features=1000, n_categories=12, seed=5)
+    b = make_rcv1_like(n_documents=2000, n_features=1000, n_categories=12, seed=5)
+    c = make_rcv1_like(n_documents=2000, n_features=1000, n_categories=12, seed=6)
+    assert (a.X != b.X).nnz == 0 and (a.Y != b.Y).nnz == 0
+    np.testing.assert_array_equal(a.test_index, b.test_index)
+    assert (a.X != c.X).nnz > 0
+
+
+def test_ancestor_closure():
+    closure = _ancestor_closure(np.array([-1, 0, 1, -1])).toarray()
+    np.testing.assert_array_equal(closure, [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 0, 1]])
+
+
+def test_impossible_sizes_are_rejected():
+    with pytest.raises(MlnbError, match="words_per_document"):
+        make_rcv1_like(n_documents=10, n_features=100, words_per_document=77)
+    with pytest.raises(MlnbError, match="n_categories must be at least 1"):
+        make_rcv1_like(n_documents=10, n_features=1000, n_categories=0)

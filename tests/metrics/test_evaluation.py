@@ -1,0 +1,48 @@
+"""evaluate(): per-category table and micro/macro averages against sklearn.metrics."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score, roc_auc_score
+
+from mlnb.metrics import evaluate
+
+
+@pytest.fixture
+def scored():
+    rng = np.random.default_rng(2)
+    Y = rng.random((800, 7)) < np.array([0.4, 0.2, 0.1, 0.05, 0.02, 0.0, 1.0])
+    scores = np.round(rng.normal(size=Y.shape) + 1.8 * Y - 1.0, 2)
+    return Y, scores
+
+
+def test_auc_and_averages_equal_sklearn(scored):
+    Y, scores = scored
+    ev = evaluate(Y, scores, roc_points=101)
+    kept = [0, 1, 2, 3, 4]  # 5 has no positives, 6 no negatives
+    np.testing.assert_array_equal(ev.excluded, [5, 6])
+    assert ev.summary["n_excluded"] == 2 and ev.summary["n_evaluable"] == 5
+    assert np.isnan(ev.per_category["auc"][5]) and np.isnan(ev.per_category["auc"][6])
+    for k in kept:
+        assert ev.per_category["auc"][k] == pytest.approx(roc_auc_score(Y[:, k], scores[:, k]), abs=1e-9)
+    assert ev.summary["macro_auc"] == pytest.approx(roc_auc_score(Y[:, kept], scores[:, kept],
+                                                                  average="macro"), abs=1e-9)
+    assert ev.summary["micro_auc"] == pytest.approx(roc_auc_score(Y, scores, average="micro"), abs=1e-9)
+    predicted = (scores >= 0).astype(int)
+    assert ev.summary["micro_f1"] == pytest.approx(f1_score(Y, predicted, average="micro"), abs=1e-9)
+    assert ev.summary["macro_f1"] == pytest.approx(
+        f1_score(Y, predicted, average="macro", labels=kept, zero_division=0), abs=1e-9)
+
+
+def test_curve_grids_have_one_row_per_category(scored):
+    Y, scores = scored
+    ev = evaluate(Y, scores, roc_points=11)
+    assert ev.roc_tpr.shape == (7, 11) and ev.gains.shape == (7, 11)
+    assert ev.roc_lift.shape == (7, 10) and ev.depth_lift.shape == (7, 10)
+    assert np.all(np.diff(ev.roc_tpr[:5], axis=1) >= 0)
+    np.testing.assert_allclose(ev.roc_tpr[:5, -1], 1.0)
+
+
+def test_shape_mismatch_is_an_error(scored):
+    Y, scores = scored
+    with pytest.raises(ValueError, match="shape"):
+        evaluate(Y, scores[:, :3])

@@ -1,0 +1,78 @@
+"""Rank metrics against sklearn.metrics and hand-worked examples."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score, roc_curve
+
+from mlnb.metrics.ranking import (depth_lift, fpr_grid, gains_on_grid, rank_curve, roc_auc,
+                                  roc_curve_exact, roc_lift, roc_on_grid)
+
+
+@pytest.fixture
+def tied_scores():
+    rng = np.random.default_rng(0)
+    y = rng.random(2000) < 0.1
+    scores = np.round(rng.normal(size=2000) + 1.5 * y, 1)  # rounding makes many ties
+    return y, scores
+
+
+def test_auc_equals_sklearn_with_ties(tied_scores):
+    y, s = tied_scores
+    assert roc_auc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_exact_roc_equals_sklearn_roc_curve(tied_scores):
+    y, s = tied_scores
+    fpr, tpr, thresholds = roc_curve_exact(y, s)
+    ref_fpr, ref_tpr, ref_thr = roc_curve(y, s, drop_intermediate=False)
+    np.testing.assert_allclose(fpr, ref_fpr, atol=1e-12)
+    np.testing.assert_allclose(tpr, ref_tpr, atol=1e-12)
+    np.testing.assert_array_equal(thresholds[1:], ref_thr[1:])
+
+
+def test_hand_worked_roc_grid_gains_and_lift():
+    # scores 4 3 2 1 with labels 1 0 1 0: P = N = 2
+    y, s = np.array([1, 0, 1, 0]), np.array([4.0, 3.0, 2.0, 1.0])
+    curve = rank_curve(y, s)
+    np.testing.assert_array_equal(curve.fpr, [0, 0, 0.5, 0.5, 1])
+    np.testing.assert_array_equal(curve.tpr, [0, 0.5, 0.5, 1, 1])
+    grid = fpr_grid(5)  # 0, .25, .5, .75, 1
+    tpr = roc_on_grid(curve, grid)
+    # at FPR 0 the top of the vertical segment (0.5); at 0.5 the top again (1.0)
+    np.testing.assert_allclose(tpr, [0.5, 0.5, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(roc_lift(tpr, grid), [2.0, 2.0, 4 / 3, 1.0])
+    # depth 0.25: first document (positive) -> gains 0.5; depth 0.5 -> 0.5; 0.75 -> 1.0
+    gains = gains_on_grid(curve, grid)
+    np.testing.assert_allclose(gains, [0, 0.5, 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(depth_lift(gains, grid), [2.0, 1.0, 4 / 3, 1.0])
+    assert roc_auc(y, s) == pytest.approx(0.75)
+
+
+def test_ties_are_joined_by_straight_segments():
+    # all four documents tied: the ROC is the diagonal, AUC 1/2
+    y, s = np.array([1, 0, 1, 0]), np.zeros(4)
+    grid = fpr_grid(5)
+    np.testing.assert_allclose(roc_on_grid(rank_curve(y, s), grid), grid)
+    assert roc_auc(y, s) == 0.5
+
+
+def test_grid_auc_approaches_exact_auc(tied_scores):
+    y, s = tied_scores
+    grid = fpr_grid(2001)
+    tpr = roc_on_grid(rank_curve(y, s), grid)
+    area = float(np.sum(np.diff(grid) * (tpr[1:] + tpr[:-1]) / 2))
+    assert area == pytest.approx(roc_auc(y, s), abs=2e-3)
+
+
+def test_undefined_without_positives_or_negatives():
+    assert np.isnan(roc_auc(np.zeros(5), np.arange(5.0)))
+    assert np.isnan(roc_auc(np.ones(5), np.arange(5.0)))
+    assert np.isnan(roc_on_grid(rank_curve(np.zeros(5), np.arange(5.0)), fpr_grid(3))).all()
+
+
+def test_log_odds_keep_the_ranking_that_saturated_probabilities_lose():
+    y = np.array([1, 0, 1, 0, 0])
+    z = np.array([60.0, 50.0, 45.0, 40.0, -60.0])  # sigmoid(z) in float32 is 1.0 for the top four
+    p = (1 / (1 + np.exp(-z))).astype(np.float32)
+    assert roc_auc(y, z) == pytest.approx(roc_auc_score(y, z))
+    assert roc_auc(y, z) > roc_auc(y, p)

@@ -1,0 +1,116 @@
+"""The mlnb command end to end: a complete results folder, or a one-line error and exit 2."""
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from mlnb.cli import app
+
+SMALL = ["--set", "data.synthetic.n_documents=3000", "--set", "data.synthetic.n_features=3000",
+         "--set", "lr.npasses=2", "--quiet"]
+
+
+def run(*args):
+    return CliRunner().invoke(app, ["run", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def quickstart_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    result = run("configs/quickstart.toml", "--out", out, *SMALL)
+    assert result.exit_code == 0, result.output
+    folders = list((out / "quickstart").iterdir())
+    assert len(folders) == 1
+    return result, folders[0]
+
+
+def test_run_writes_every_file(quickstart_run):
+    result, folder = quickstart_run
+    for name in ["config.toml", "summary.json", "metrics.csv", "report.md", "curves/roc_grid.csv",
+                 "curves/lift_grid.csv", "plots/accuracy_per_category.png", "plots/roc_category_6.png",
+                 "plots/lift_category_6.png", "plots/auc_scatter.png"]:
+        assert (folder / name).is_file(), name
+    assert f"results: {folder}" in result.output and "macro AUC" in result.output
+
+
+def test_results_content(quickstart_run):
+    _, folder = quickstart_run
+    metrics = pd.read_csv(folder / "metrics.csv")
+    assert set(metrics["model"]) == {"nb", "lr"} and len(metrics) == 2 * 103
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["seed"] == 0 and summary["data"]["n_documents"] == 3000
+    assert set(summary["versions"]) >= {"numpy", "scipy", "scikit-learn"}
+    for model in ("nb", "lr"):
+        assert 0.5 < summary["models"][model]["macro_auc"] <= 1.0
+        assert summary["models"][model]["fit_seconds"] > 0
+    roc = pd.read_csv(folder / "curves" / "roc_grid.csv")
+    assert len(roc) == 2 * 103 * 101
+    assert "![roc_category_6](plots/roc_category_6.png)" in (folder / "report.md").read_text()
+
+
+def test_same_config_and_seed_give_the_same_numbers(quickstart_run, tmp_path):
+    _, folder = quickstart_run
+    again = run(folder / "config.toml", "--out", tmp_path, "--quiet")
+    assert again.exit_code == 0, again.output
+    (second,) = (tmp_path / "quickstart").iterdir()
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "metrics.csv"), pd.read_csv(second / "metrics.csv"))
+
+
+@pytest.fixture
+def svm_files(tmp_path):
+    (tmp_path / "good.svm").write_text("".join(f"{i % 3} {1 + i % 5}:1 {6 + i % 4}:2\n" for i in range(60)))
+    (tmp_path / "bad.svm").write_text("0 1:1\n1 2:1\n0 3:zero\n")
+    (tmp_path / "test.svm").write_text("0 1:1\n1 12:1\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.toml"], "missing.toml: no such config file"),
+    (["configs/quickstart.toml", "--set", "nb.alhpa=1"], "did you mean 'nb.alpha'"),
+    (["configs/quickstart.toml", "--set", "lr.npasses=two"], "lr.npasses: expected an integer"),
+    (["configs/quickstart.toml", "--set", "nb.alpha=0"], "nb.alpha: expected a value > 0"),
+    (["configs/quickstart.toml", "--set", "report.category=103", *SMALL],
+     "report.category = 103 is out of range: the data has 103 categories"),
+    (["configs/quickstart.toml", "--set", "data.source=svmlight", "--set", "data.svmlight.path={d}/none.svm"],
+     "none.svm: no such file"),
+    (["configs/quickstart.toml", "--set", "data.source=svmlight", "--set", "data.svmlight.path={d}/bad.svm"],
+     "bad.svm:3: expected a number after '3:', got 'zero'"),
+    (["configs/quickstart.toml", "--set", "data.source=svmlight", "--set", "data.svmlight.path={d}/good.svm",
+      "--set", "data.svmlight.test_path={d}/test.svm", "--set", "data.svmlight.n_features=9"],
+     "test.svm:2: feature index 12 is beyond n_features = 9"),
+])
+def test_bad_input_gives_one_line_and_exit_2(svm_files, tmp_path, args, message):
+    args = [a.replace("{d}", str(svm_files)) for a in args]
+    result = run(*args, "--out", tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.output
+    assert not (tmp_path / "out" / "quickstart").exists() or not any((tmp_path / "out" / "quickstart").iterdir())
+
+
+def test_failed_run_leaves_no_folder(tmp_path, monkeypatch):
+    from mlnb.report import plots
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(plots, "auc_scatter", broken)
+    with pytest.raises(RuntimeError):
+        CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path), *SMALL],
+                           catch_exceptions=False)
+    assert list((tmp_path / "quickstart").iterdir()) == []
+
+
+def test_svmlight_study_runs_end_to_end(svm_files, tmp_path):
+    result = run("configs/quickstart.toml", "--out", tmp_path, "--quiet", "--set", "data.source=svmlight",
+                 "--set", f"data.svmlight.path={svm_files}/good.svm", "--set", "report.category=1")
+    assert result.exit_code == 0, result.output
+    assert "3 categories" in result.output
+
+
+def test_help_explains_commands():
+    assert "--set" in CliRunner().invoke(app, ["run", "--help"]).output
+    shown = CliRunner().invoke(app, ["show-config", "configs/quickstart.toml", "--set", "nb.alpha=0.2"])
+    assert shown.exit_code == 0 and "alpha = 0.2  # additive pseudo-count per word" in shown.output
