@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt  # noqa: E402
@@ -87,6 +88,8 @@ def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
     for ax in (left, right):
         ax.axhline(1.0, ls="--", color="gray", lw=1, label="random (lift 1)")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
         ax.set_xlim(0, 1)
