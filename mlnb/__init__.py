@@ -6,9 +6,9 @@
 from mlnb.data import Dataset, load_svmlight_dataset, make_rcv1_like
 from mlnb.errors import MlnbError
 from mlnb.metrics import evaluate, roc_auc
-from mlnb.models import NaiveBayes, SklearnLogisticRegression
+from mlnb.models import LogisticRegression, NaiveBayes, SklearnLogisticRegression
 
 __version__ = "0.1.0"
 
-__all__ = ["Dataset", "MlnbError", "NaiveBayes", "SklearnLogisticRegression", "evaluate",
+__all__ = ["Dataset", "LogisticRegression", "MlnbError", "NaiveBayes", "SklearnLogisticRegression", "evaluate",
            "load_svmlight_dataset", "make_rcv1_like", "roc_auc", "__version__"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +22,18 @@ from typing import Any, get_type_hints
 
 from mlnb.errors import MlnbError
 
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
 
 def option(default, help: str, choices: tuple | None = None, min: float | None = None,
-           max: float | None = None, exclusive_min: bool = False):
-    """A config field: its default, what it means, and what values are allowed."""
-    return field(default=default, metadata=dict(help=help, choices=choices, min=min, max=max,
-                                                exclusive_min=exclusive_min))
+           max: float | None = None, exclusive_min: bool = False, exclusive_max: bool = False):
+    """A config field: its default, what it means, and what values are allowed
+    (for a list, the bounds apply to each element)."""
+    metadata = dict(help=help, choices=choices, min=min, max=max, exclusive_min=exclusive_min,
+                    exclusive_max=exclusive_max)
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def section(cls):
@@ -58,7 +66,7 @@ class SvmlightConfig:
 class DataConfig:
     source: str = option("synthetic", "where documents come from", choices=("synthetic", "svmlight"))
     test_fraction: float = option(0.5, "share of documents held out for testing (random split)",
-                                  min=0, max=1, exclusive_min=True)
+                                  min=0, max=1, exclusive_min=True, exclusive_max=True)
     max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
     synthetic: SyntheticConfig = section(SyntheticConfig)
     svmlight: SvmlightConfig = section(SvmlightConfig)
@@ -87,25 +95,48 @@ class NaiveBayesConfig:
 
 
 @dataclass
-class LogisticConfig:
-    enabled: bool = option(True, "fit and evaluate logistic regression")
-    engine: str = option("sklearn", "implementation: scikit-learn SGDClassifier one-vs-rest",
-                         choices=("sklearn",))
-    learning_rate: str = option("optimal", "step-size schedule",
+class SklearnSGDConfig:
+    learning_rate: str = option("optimal", "scikit-learn's step-size schedule",
                                 choices=("optimal", "constant", "invscaling", "adaptive"))
     eta0: float = option(0.01, "initial step size (not used by 'optimal')", min=0)
-    alpha: float = option(1e-5, "regularisation strength", min=0)
+    alpha: float = option(1e-4, "regularisation strength (scikit-learn's default)", min=0)
     penalty: str = option("l2", "regulariser", choices=("l2", "l1", "elasticnet"))
     l1_ratio: float = option(0.15, "elastic-net mixing, 0 = l2 .. 1 = l1", min=0, max=1)
-    npasses: int = option(5, "passes over the training data", min=1)
     average: bool = option(False, "averaged SGD")
     n_jobs: int = option(1, "categories fitted in parallel (processes)", min=1)
 
 
 @dataclass
+class LogisticConfig:
+    enabled: bool = option(True, "fit and evaluate logistic regression")
+    engine: str = option("mlnb", "'mlnb': all categories at once by minibatch AdaGrad/SGD; "
+                         "'sklearn': SGDClassifier one category at a time (the reference)",
+                         choices=("mlnb", "sklearn"))
+    npasses: int = option(2, "passes over the training data (both engines)", min=1)
+    updater: str = option("adagrad", "mlnb engine: update rule", choices=("adagrad", "sgd"))
+    lrate: float = option(0.3, "mlnb engine: learning rate", min=0, exclusive_min=True)
+    lrate_per_category: list = option([], "mlnb engine: one learning rate per category (overrides lrate)",
+                                      min=0, exclusive_min=True)
+    batch_size: int = option(1000, "mlnb engine: documents per minibatch", min=1)
+    l1: float = option(0.0, "mlnb engine: L1 regularisation", min=0)
+    l2: float = option(1e-4, "mlnb engine: L2 regularisation (as scikit-learn's SGD alpha default)", min=0)
+    texp: float = option(0.5, "mlnb engine: step scale t^(-texp) over minibatches t", min=0)
+    vexp: float = option(0.5, "mlnb engine: AdaGrad divides by (mean squared gradient)^vexp", min=0)
+    epsilon: float = option(1e-8, "mlnb engine: added to the AdaGrad denominator", min=0)
+    shuffle: bool = option(True, "mlnb engine: new random document order every pass")
+    init: str = option("zeros", "mlnb engine: start from zeros or from this run's Naive Bayes weights",
+                       choices=("zeros", "nb"))
+    kernel: str = option("numba", "mlnb engine: minibatch kernel, two-core numba or scipy reference",
+                         choices=("numba", "scipy"))
+    monitor: bool = option(False, "mlnb engine: report the test-set log loss after every pass "
+                           "(display only, never used to choose anything)")
+    sklearn: SklearnSGDConfig = section(SklearnSGDConfig)
+
+
+@dataclass
 class EvalConfig:
     threshold: float = option(0.5, "probability cut for accuracy, precision, recall, F1",
-                              min=0, max=1, exclusive_min=True)
+                              min=0, max=1, exclusive_min=True, exclusive_max=True)
     roc_points: int = option(101, "points of the FPR grid (x from 0 to 1) for ROC and lift", min=2)
 
 
@@ -119,7 +150,7 @@ class ReportConfig:
 @dataclass
 class StudyConfig:
     name: str = option("", "name of the study; empty = the config file's name")
-    seed: int = option(0, "seed of data generation, split, subsampling and SGD")
+    seed: int = option(0, "seed of data generation, split, subsampling and SGD", min=0, max=2**32 - 1)
     data: DataConfig = section(DataConfig)
     features: FeaturesConfig = section(FeaturesConfig)
     nb: NaiveBayesConfig = section(NaiveBayesConfig)
@@ -129,11 +160,16 @@ class StudyConfig:
 
 
 # -- loading and validation -------------------------------------------------------------------
-_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+               list: "a list of numbers"}
 
 
 def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     """The value converted to ``kind``, or an MlnbError that names ``where``."""
+    if kind is list:
+        if not isinstance(value, list):
+            raise MlnbError(f"{where}: expected {_TYPE_NAMES[list]}, got {value!r}")
+        return [_check_value(item, float, meta, f"{where}[{i}]") for i, item in enumerate(value)]
     ok = (isinstance(value, bool) if kind is bool else
           isinstance(value, int) and not isinstance(value, bool) if kind is int else
           isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
@@ -151,8 +187,9 @@ def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     if low is not None and (value <= low if meta.get("exclusive_min") else value < low):
         raise MlnbError(f"{where}: expected a value {'>' if meta.get('exclusive_min') else '>='} "
                         f"{low}, got {value!r}")
-    if high is not None and value > high:
-        raise MlnbError(f"{where}: expected a value <= {high}, got {value!r}")
+    if high is not None and (value >= high if meta.get("exclusive_max") else value > high):
+        raise MlnbError(f"{where}: expected a value {'<' if meta.get('exclusive_max') else '<='} "
+                        f"{high}, got {value!r}")
     return value
 
 
@@ -220,16 +257,22 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
     config = _build(StudyConfig, table, "", source, overridden)
     if not config.name:
         config.name = path.stem if path is not None else "study"
+    if not _NAME.fullmatch(config.name):
+        origin = "--set" if "name" in overridden else source
+        raise MlnbError(f"{origin}: name: expected letters, digits, '.', '_' or '-' (not starting with "
+                        f"'.'), as it names the results folder; got {config.name!r}")
     return config
 
 
 # -- writing ---------------------------------------------------------------------------------
 def _toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return json.dumps(value)  # a JSON string is a valid TOML basic string, control characters escaped
 
 
 def dump_toml(config, prefix: str = "") -> str:

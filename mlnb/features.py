@@ -30,6 +30,9 @@ class FeatureTransform:
         self.min_df = min_df
 
     def fit(self, X: sp.csr_matrix) -> "FeatureTransform":
+        if self.transform_name == "log_tfidf" and X.nnz and np.any(X.data != np.round(X.data)):
+            raise MlnbError("features.transform = 'log_tfidf' expects word counts, but the data hold "
+                            "non-integer values (already weighted?); use 'none' or 'binary'")
         document_frequency = np.bincount(X.indices, minlength=X.shape[1])  # (V,)
         self.columns_ = np.flatnonzero(document_frequency >= self.min_df)
         if self.columns_.size == 0:

@@ -25,6 +25,14 @@ def is_enabled() -> bool:
     return _enabled
 
 
+def log(line: str) -> None:
+    """Print a one-line progress report to stderr when enabled."""
+    if _enabled:
+        import sys
+
+        print(line, file=sys.stderr, flush=True)
+
+
 def track(iterable: Iterable[T], total: int | None = None, description: str = "") -> Iterator[T]:
     """Yield from ``iterable``, showing a progress bar when enabled."""
     if not _enabled:

@@ -19,7 +19,7 @@ from mlnb.data.sources import load_dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import Evaluation, evaluate
-from mlnb.models import NaiveBayes, SklearnLogisticRegression
+from mlnb.models import LogisticRegression, NaiveBayes, SklearnLogisticRegression
 
 MODEL_COLORS = {"nb": "tab:red", "lr": "tab:blue"}  # the classic plot: NB red, LR blue
 
@@ -59,15 +59,40 @@ def build_models(config: StudyConfig) -> dict[str, tuple[str, object]]:
                                           alpha=nb.alpha, m=nb.m, binarize=nb.binarize, mode=nb.mode))
     if config.lr.enabled:
         lr = config.lr
-        models["lr"] = ("Logistic regression (sklearn SGD)",
-                        SklearnLogisticRegression(learning_rate=lr.learning_rate, eta0=lr.eta0,
-                                                  alpha=lr.alpha, penalty=lr.penalty,
-                                                  l1_ratio=lr.l1_ratio, npasses=lr.npasses,
-                                                  average=lr.average, random_state=config.seed,
-                                                  n_jobs=lr.n_jobs))
+        if lr.engine == "sklearn":
+            sk = lr.sklearn
+            models["lr"] = ("Logistic regression (sklearn SGD, one category at a time)",
+                            SklearnLogisticRegression(learning_rate=sk.learning_rate, eta0=sk.eta0,
+                                                      alpha=sk.alpha, penalty=sk.penalty,
+                                                      l1_ratio=sk.l1_ratio, npasses=lr.npasses,
+                                                      average=sk.average, random_state=config.seed,
+                                                      n_jobs=sk.n_jobs))
+        else:
+            models["lr"] = (f"Logistic regression ({lr.updater}, all categories)",
+                            LogisticRegression(updater=lr.updater,
+                                               lrate=lr.lrate_per_category or lr.lrate,
+                                               batch_size=lr.batch_size, npasses=lr.npasses, l1=lr.l1,
+                                               l2=lr.l2, texp=lr.texp, vexp=lr.vexp, epsilon=lr.epsilon,
+                                               shuffle=lr.shuffle, random_state=config.seed,
+                                               kernel=lr.kernel))
     if not models:
         raise MlnbError("nb.enabled and lr.enabled are both false: nothing to study")
     return models
+
+
+def _fit_options(config: StudyConfig, key: str, result: StudyResult, X_test, Y_test) -> dict:
+    """Extra fit arguments: the LR engine's warm start from NB and per-pass monitoring."""
+    if key != "lr" or config.lr.engine != "mlnb":
+        return {}
+    options = {}
+    if config.lr.init == "nb":
+        nb = next((run.model for run in result.models if run.key == "nb"), None)
+        if nb is None:
+            raise MlnbError("lr.init = 'nb' needs Naive Bayes in the same run (nb.enabled = true)")
+        options.update(coef_init=nb.weights_, intercept_init=nb.bias_)
+    if config.lr.monitor:
+        options["eval_set"] = (X_test, Y_test)
+    return options
 
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
@@ -76,6 +101,10 @@ def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     if not 0 <= config.report.category < dataset.n_categories:
         raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
                         f"{dataset.n_categories} categories (0..{dataset.n_categories - 1})")
+    per_category = config.lr.lrate_per_category
+    if per_category and len(per_category) != dataset.n_categories:
+        raise MlnbError(f"lr.lrate_per_category has {len(per_category)} values but the data has "
+                        f"{dataset.n_categories} categories")
     features = FeatureTransform(config.features.transform, config.features.min_df)
     features.fit(dataset.X_train)
     return dataset, features
@@ -97,7 +126,7 @@ def run_study(config: StudyConfig) -> StudyResult:
         t0 = time.perf_counter()
         with progress.status(f"fitting {label}"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
-            model.fit(X_train, Y_train)
+            model.fit(X_train, Y_train, **_fit_options(config, key, result, X_test, Y_test))
         t1 = time.perf_counter()
         scores = model.decision_function(X_test)  # (n_test, K) log-odds
         t2 = time.perf_counter()

@@ -114,3 +114,48 @@ def test_help_explains_commands():
     assert "--set" in CliRunner().invoke(app, ["run", "--help"]).output
     shown = CliRunner().invoke(app, ["show-config", "configs/quickstart.toml", "--set", "nb.alpha=0.2"])
     assert shown.exit_code == 0 and "alpha = 0.2  # additive pseudo-count per word" in shown.output
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "seed=-1"], "seed: expected a value >= 0"),
+    (["--set", "name=../escape"], "name: expected letters, digits"),
+    (["--set", "eval.threshold=1.0"], "eval.threshold: expected a value < 1"),
+    (["--set", "lr.engine=sklearn", "--set", "lr.sklearn.alpha=0", *SMALL],
+     "alpha must be > 0 with learning_rate = 'optimal'"),
+    (["--set", "lr.lrate_per_category=[0.1, 0.2]", *SMALL], "lr.lrate_per_category has 2 values"),
+    (["--set", "features.transform=log_tfidf", "--set", "data.source=svmlight",
+      "--set", "data.svmlight.path={d}/tfidf.svm", "--set", "report.category=0"],
+     "'log_tfidf' expects word counts"),
+    (["--set", "data.source=svmlight", "--set", "data.svmlight.path={d}/nan.svm"], "NaN or infinite"),
+    (["--set", "data.source=svmlight", "--set", "data.svmlight.path={d}/broken.svm.gz"],
+     "not a readable svmlight file"),
+])
+def test_more_bad_input(svm_files, tmp_path, extra, message):
+    import gzip
+
+    (svm_files / "tfidf.svm").write_text("0 1:0.5 2:0.25\n1 2:0.75\n" * 10)
+    (svm_files / "nan.svm").write_text("0 1:1\n1 2:nan\n" * 5)
+    (svm_files / "broken.svm.gz").write_bytes(gzip.compress(b"0 1:1\n1 2:1\n" * 100)[:40])
+    args = [a.replace("{d}", str(svm_files)) for a in extra]
+    result = run("configs/quickstart.toml", "--out", tmp_path / "out", *args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.output
+
+
+def test_unwritable_output_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = run("configs/quickstart.toml", "--out", blocker, *SMALL)
+    assert result.exit_code == 2 and "cannot create the results folder" in result.output
+
+
+def test_lr_warm_start_from_nb_and_sklearn_engine(tmp_path):
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.init=nb",
+                 "--set", "lr.monitor=true")
+    assert result.exit_code == 0, result.output
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.engine=sklearn")
+    assert result.exit_code == 0 and "sklearn SGD" in result.output
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.init=nb",
+                 "--set", "nb.enabled=false")
+    assert result.exit_code == 2 and "needs Naive Bayes" in result.output

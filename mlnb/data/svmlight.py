@@ -94,7 +94,10 @@ def read_svmlight(paths: list[str | os.PathLike], n_features: int | None = None,
                                      multilabel=True, zero_based=bool(index_base == 0))
     except (ValueError, UnicodeDecodeError, OSError, EOFError) as error:
         for path in paths:
-            message = _describe_bad_line(path, index_base, n_features)
+            try:
+                message = _describe_bad_line(path, index_base, n_features)
+            except (OSError, EOFError, ValueError) as scan_error:
+                raise MlnbError(f"{path}: not a readable svmlight file ({scan_error})") from None
             if message:
                 raise MlnbError(message) from None
         raise MlnbError(f"{', '.join(map(str, paths))}: not a readable svmlight file ({error})") from None
@@ -102,6 +105,10 @@ def read_svmlight(paths: list[str | os.PathLike], n_features: int | None = None,
     for path, X in zip(paths, Xs):
         if X.shape[0] == 0:
             raise MlnbError(f"{path}: the file holds no documents")
+        if X.nnz and not np.isfinite(X.data).all():
+            row = int(np.searchsorted(X.indptr, np.flatnonzero(~np.isfinite(X.data))[0], side="right"))
+            raise MlnbError(f"{path}: document {row} (counting non-empty lines from 1) holds a NaN or "
+                            "infinite value, or one beyond float32's range")
     largest = max((max(t) for labels in label_lists for t in labels if t), default=-1)
     K = n_categories if n_categories else int(largest) + 1
     if K < 1:

@@ -75,7 +75,8 @@ def rank_curve(y_true, scores) -> RankCurve:
     s_sorted, y_sorted = s[order], y[order]
     tp = np.cumsum(y_sorted, dtype=np.int64)
     fp = np.arange(1, s.size + 1, dtype=np.int64) - tp
-    last_of_tie = np.flatnonzero(np.diff(s_sorted)) if s.size else np.empty(0, dtype=np.int64)
+    # != rather than diff: inf − inf is NaN, which would split a tie of infinities
+    last_of_tie = np.flatnonzero(s_sorted[1:] != s_sorted[:-1])
     ends = np.r_[last_of_tie, s.size - 1] if s.size else last_of_tie
     return RankCurve(thresholds=np.r_[np.inf, s_sorted[ends]],
                      tp=np.r_[0, tp[ends]], fp=np.r_[0, fp[ends]],

@@ -26,6 +26,8 @@ def as_csr_float32(X, what: str = "X") -> sp.csr_matrix:
         X = sp.csr_matrix(X)
     if X.dtype != np.float32:
         X = X.astype(np.float32)
+    if X.nnz and not np.isfinite(X.data).all():
+        raise MlnbError(f"{what} holds NaN or infinite values (or values beyond float32's range)")
     return X
 
 

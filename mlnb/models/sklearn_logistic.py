@@ -75,6 +75,10 @@ class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"learning_rate must be one of {LEARNING_RATES}, got {self.learning_rate!r}")
         if self.penalty not in PENALTIES:
             raise MlnbError(f"penalty must be one of {PENALTIES}, got {self.penalty!r}")
+        if self.learning_rate == "optimal" and not self.alpha > 0:
+            raise MlnbError(f"alpha must be > 0 with learning_rate = 'optimal', got {self.alpha}")
+        if self.learning_rate != "optimal" and not self.eta0 > 0:
+            raise MlnbError(f"eta0 must be > 0 with learning_rate = {self.learning_rate!r}, got {self.eta0}")
         if not (isinstance(self.npasses, (int, np.integer)) and self.npasses >= 1):
             raise MlnbError(f"npasses must be an integer >= 1, got {self.npasses!r}")
         return dict(learning_rate=self.learning_rate, eta0=self.eta0, alpha=self.alpha,

@@ -17,6 +17,7 @@ only when complete, so a failed run never leaves a folder that looks done.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from mlnb.config import config_dict, dump_toml
+from mlnb.errors import MlnbError
 from mlnb.report import plots
 from mlnb.study import StudyResult
 
@@ -107,24 +109,40 @@ class _Staging:
         self.final: Path | None = None
 
 
+def _claim(parent: Path, stamp: str) -> Path:
+    """Create and return a new empty folder parent/stamp (or stamp-2, -3, ...)."""
+    for n in range(1, 1000):
+        final = parent / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            final.mkdir()
+            return final
+        except FileExistsError:
+            continue
+    raise MlnbError(f"{parent}: cannot find a free results folder name for {stamp}")
+
+
 @contextmanager
 def _atomic_folder(root: Path, name: str):
-    """Yield a hidden staging folder; on success rename it to a new timestamped one."""
+    """Yield a hidden staging folder; on success move it to a new timestamped one."""
     parent = root / name
-    parent.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    staging = _Staging(Path(tempfile.mkdtemp(prefix=f".partial-{stamp}-", dir=parent)))
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = _Staging(Path(tempfile.mkdtemp(prefix=".partial-", dir=parent)))
+    except OSError as error:
+        raise MlnbError(f"{parent}: cannot create the results folder ({error.strerror or error})") from None
     try:
         yield staging
-    except BaseException:
+        final = _claim(parent, time.strftime("%Y%m%d-%H%M%S"))
+        staging.path.replace(final)  # onto the empty folder just claimed: atomic
+        umask = os.umask(0)
+        os.umask(umask)
+        final.chmod(0o777 & ~umask)  # mkdtemp made it private; results are for everyone
+        staging.final = final
+    except BaseException as error:
         shutil.rmtree(staging.path, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise MlnbError(f"{parent}: cannot write the results ({error.strerror or error})") from None
         raise
-    final, n = parent / stamp, 1
-    while final.exists():
-        n += 1
-        final = parent / f"{stamp}-{n}"
-    staging.path.rename(final)
-    staging.final = final
 
 
 def _metrics_frame(result: StudyResult) -> pd.DataFrame:

@@ -76,3 +76,8 @@ def test_log_odds_keep_the_ranking_that_saturated_probabilities_lose():
     p = (1 / (1 + np.exp(-z))).astype(np.float32)
     assert roc_auc(y, z) == pytest.approx(roc_auc_score(y, z))
     assert roc_auc(y, z) > roc_auc(y, p)
+
+
+def test_infinite_scores_tie_like_any_other_value():
+    y, s = np.array([1, 0, 1, 0]), np.array([np.inf, np.inf, -np.inf, -np.inf])
+    assert roc_auc(y, s) == 0.5
