@@ -51,7 +51,7 @@ def bench(name, data, passes, lrate, batch_size, skip_sklearn):
     if not skip_sklearn:
         trainable = np.flatnonzero(np.diff(Y.tocsc().indptr) > 0)
         engines.insert(0, ("sklearn OvR SGD", lambda: OneVsRestClassifier(SGDClassifier(
-            loss="log_loss", max_iter=passes, tol=None, random_state=0)).fit(X, Y.toarray())))
+            loss="log_loss", max_iter=passes, tol=None, random_state=0)).fit(X, Y.toarray().astype(np.int64))))
     for engine, fit in engines:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # OvR warns about categories without positives

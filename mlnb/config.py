@@ -16,6 +16,7 @@ import json
 import math
 import re
 import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -60,16 +61,77 @@ class SvmlightConfig:
     n_features: int = option(0, "number of features; 0 = the largest index seen", min=0)
     index_base: int = option(1, "index of the first feature: 1 (LIBSVM) or 0", choices=(0, 1))
     n_categories: int = option(0, "number of categories; 0 = largest label id + 1", min=0)
+    category_names_path: str = option("", "optional file with one category name per line, in id order")
+
+
+SPLITS = ("lyrl2004", "swapped", "random")
+
+
+@dataclass
+class Rcv1Config:
+    data_home: str = option("", "scikit-learn's data cache folder; empty = its default (~/scikit_learn_data)")
+    download_if_missing: bool = option(False, "let scikit-learn download RCV1 (~650 MB) when not cached")
+    split: str = option("lyrl2004", "'lyrl2004': first 23,149 documents train; 'swapped': train on the other "
+                        "781,265; 'random': seeded split of all", choices=SPLITS)
+    train_size: int = option(0, "random split: training documents; 0 = all not in the test part", min=0)
+    test_size: int = option(0, "random split: test documents; 0 = data.test_fraction of all", min=0)
+
+
+@dataclass
+class Lyrl2004Config:
+    folder: str = option("", "folder with lyrl2004_vectors_train.dat, lyrl2004_vectors_test_pt0..3.dat "
+                         "(optionally .gz) and rcv1-v2.topics.qrels")
+    split: str = option("lyrl2004", "'lyrl2004': train file trains; 'swapped': test files train; "
+                        "'random': seeded split of all", choices=SPLITS)
+    train_size: int = option(0, "random split: training documents; 0 = all not in the test part", min=0)
+    test_size: int = option(0, "random split: test documents; 0 = data.test_fraction of all", min=0)
+
+
+@dataclass
+class Reuters21578Config:
+    folder: str = option("", "folder with reut2-000.sgm ... reut2-021.sgm")
+    min_train_per_topic: int = option(1, "keep topics with at least this many ModApte training documents "
+                                      "(1 and 1: the standard 90 topics)", min=0)
+    min_test_per_topic: int = option(1, "... and at least this many test documents", min=0)
+
+
+@dataclass
+class ArffConfig:
+    train_path: str = option("", "Mulan training ARFF file")
+    test_path: str = option("", "Mulan test ARFF file")
+    xml_path: str = option("", "Mulan XML file naming the label attributes")
+
+
+@dataclass
+class TextConfig:
+    path: str = option("", "CSV, TSV or JSON-lines file with one document per row")
+    test_path: str = option("", "optional separate test file; empty = seeded random split of `path`")
+    format: str = option("auto", "file format; 'auto' = from the file suffix",
+                         choices=("auto", "csv", "tsv", "jsonl"))
+    header: bool = option(True, "CSV/TSV: the first row names the columns (else columns are '0', '1', ...)")
+    text_column: str = option("text", "column (or JSON key) holding the text")
+    label_column: str = option("label", "column (or JSON key) holding the label(s)")
+    labels: str = option("single", "'single': one label per row; 'multi': a list of labels per row",
+                         choices=("single", "multi"))
+    label_separator: str = option(",", "multi: separator of the labels in a CSV/TSV cell")
+    negative_labels: list[str] = option([], "labels that mean 'no category' (e.g. [\"ham\"] for spam)")
+    encoding: str = option("utf-8", "text encoding of the file")
 
 
 @dataclass
 class DataConfig:
-    source: str = option("synthetic", "where documents come from", choices=("synthetic", "svmlight"))
+    source: str = option("synthetic", "where documents come from",
+                         choices=("synthetic", "svmlight", "rcv1", "lyrl2004", "reuters21578", "arff", "text"))
     test_fraction: float = option(0.5, "share of documents held out for testing (random split)",
                                   min=0, max=1, exclusive_min=True, exclusive_max=True)
     max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
     synthetic: SyntheticConfig = section(SyntheticConfig)
     svmlight: SvmlightConfig = section(SvmlightConfig)
+    rcv1: Rcv1Config = section(Rcv1Config)
+    lyrl2004: Lyrl2004Config = section(Lyrl2004Config)
+    reuters21578: Reuters21578Config = section(Reuters21578Config)
+    arff: ArffConfig = section(ArffConfig)
+    text: TextConfig = section(TextConfig)
 
 
 @dataclass
@@ -78,6 +140,15 @@ class FeaturesConfig:
                             choices=("none", "binary", "log_tfidf"))
     min_df: int = option(0, "keep only words in at least this many training documents; 0 = keep all",
                          min=0)
+    max_features: int = option(0, "keep at most this many words, by training document frequency; 0 = all",
+                               min=0)
+    vectorizer: str = option("count", "text sources: CountVectorizer vocabulary or HashingVectorizer",
+                             choices=("count", "hashing"))
+    lowercase: bool = option(True, "text sources: lowercase before tokenising")
+    stop_words: str = option("none", "text sources: drop scikit-learn's English stop words",
+                             choices=("none", "english"))
+    hash_features: int = option(2**18, "text sources: number of hashed features (vectorizer = 'hashing')",
+                                min=1)
 
 
 @dataclass
@@ -115,7 +186,7 @@ class LogisticConfig:
     npasses: int = option(2, "passes over the training data (both engines)", min=1)
     updater: str = option("adagrad", "mlnb engine: update rule", choices=("adagrad", "sgd"))
     lrate: float = option(0.3, "mlnb engine: learning rate", min=0, exclusive_min=True)
-    lrate_per_category: list = option([], "mlnb engine: one learning rate per category (overrides lrate)",
+    lrate_per_category: list[float] = option([], "mlnb engine: one learning rate per category (overrides lrate)",
                                       min=0, exclusive_min=True)
     batch_size: int = option(1000, "mlnb engine: documents per minibatch", min=1)
     l1: float = option(0.0, "mlnb engine: L1 regularisation", min=0)
@@ -160,16 +231,17 @@ class StudyConfig:
 
 
 # -- loading and validation -------------------------------------------------------------------
-_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-               list: "a list of numbers"}
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
 def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     """The value converted to ``kind``, or an MlnbError that names ``where``."""
-    if kind is list:
+    if typing.get_origin(kind) is list:
+        (item_kind,) = typing.get_args(kind)
         if not isinstance(value, list):
-            raise MlnbError(f"{where}: expected {_TYPE_NAMES[list]}, got {value!r}")
-        return [_check_value(item, float, meta, f"{where}[{i}]") for i, item in enumerate(value)]
+            raise MlnbError(f"{where}: expected a list of {_TYPE_NAMES[item_kind].split(' ', 1)[-1]}s, "
+                            f"got {value!r}")
+        return [_check_value(item, item_kind, meta, f"{where}[{i}]") for i, item in enumerate(value)]
     ok = (isinstance(value, bool) if kind is bool else
           isinstance(value, int) and not isinstance(value, bool) if kind is int else
           isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else

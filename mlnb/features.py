@@ -6,8 +6,9 @@ r"""Feature transforms fitted on the training documents and applied to both part
                 each row scaled to unit L2 norm (df and n from the training part).
 
 ``min_df`` keeps only the words present in at least that many training
-documents (0 keeps every column, even words never seen in training); the test
-part uses the same columns.
+documents (0 keeps every column, even words never seen in training), and
+``max_features`` at most that many, those in the most training documents (ties
+by column order); the test part uses the same columns.
 """
 
 from __future__ import annotations
@@ -23,18 +24,23 @@ TRANSFORMS = ("none", "binary", "log_tfidf")
 class FeatureTransform:
     """Fit on training X, then ``transform`` any X with the same columns."""
 
-    def __init__(self, transform: str = "none", min_df: int = 0):
+    def __init__(self, transform: str = "none", min_df: int = 0, max_features: int = 0):
         if transform not in TRANSFORMS:
             raise MlnbError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
         self.transform_name = transform
         self.min_df = min_df
+        self.max_features = max_features
 
     def fit(self, X: sp.csr_matrix) -> "FeatureTransform":
         if self.transform_name == "log_tfidf" and X.nnz and np.any(X.data != np.round(X.data)):
             raise MlnbError("features.transform = 'log_tfidf' expects word counts, but the data hold "
                             "non-integer values (already weighted?); use 'none' or 'binary'")
         document_frequency = np.bincount(X.indices, minlength=X.shape[1])  # (V,)
-        self.columns_ = np.flatnonzero(document_frequency >= self.min_df)
+        columns = np.flatnonzero(document_frequency >= self.min_df)
+        if self.max_features and columns.size > self.max_features:
+            most = np.argsort(-document_frequency[columns], kind="stable")[:self.max_features]
+            columns = np.sort(columns[most])
+        self.columns_ = columns
         if self.columns_.size == 0:
             raise MlnbError(f"features.min_df = {self.min_df} removes every feature")
         df = document_frequency[self.columns_]

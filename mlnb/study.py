@@ -97,7 +97,7 @@ def _fit_options(config: StudyConfig, key: str, result: StudyResult, X_test, Y_t
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     with progress.status("loading data"):
-        dataset = load_dataset(config.data, config.seed)
+        dataset = load_dataset(config.data, config.seed, config.features)
     if not 0 <= config.report.category < dataset.n_categories:
         raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
                         f"{dataset.n_categories} categories (0..{dataset.n_categories - 1})")
@@ -105,7 +105,8 @@ def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     if per_category and len(per_category) != dataset.n_categories:
         raise MlnbError(f"lr.lrate_per_category has {len(per_category)} values but the data has "
                         f"{dataset.n_categories} categories")
-    features = FeatureTransform(config.features.transform, config.features.min_df)
+    features = FeatureTransform(config.features.transform, config.features.min_df,
+                                config.features.max_features)
     features.fit(dataset.X_train)
     return dataset, features
 

@@ -75,6 +75,20 @@ class Dataset:
                    feature_names=feature_names, train_index=np.arange(n_train),
                    test_index=np.arange(n_train, n_train + n_test), name=name)
 
+    def split_by_counts(self, train_size: int = 0, test_size: int = 0, test_fraction: float = 0.5,
+                        seed: int = 0) -> "Dataset":
+        """A new seeded random split of all documents: ``test_size`` test documents
+        (0: ``test_fraction`` of all) and ``train_size`` training documents (0: the rest)."""
+        n = self.n_documents
+        n_test = test_size or int(round(n * test_fraction))
+        n_train = train_size or n - n_test
+        if n_test < 1 or n_train < 1 or n_test + n_train > n:
+            raise MlnbError(f"a split of {n_train} training and {n_test} test documents does not fit "
+                            f"{n} documents")
+        permutation = np.random.default_rng([seed, 2]).permutation(n)
+        return replace(self, test_index=np.sort(permutation[:n_test]),
+                       train_index=np.sort(permutation[n_test:n_test + n_train]))
+
     def subsample_train(self, n_documents: int, seed: int = 0) -> "Dataset":
         """Keep a seeded random ``n_documents`` of the training rows (all if fewer)."""
         if n_documents <= 0 or n_documents >= self.train_index.size:

@@ -2,30 +2,83 @@
 
 from __future__ import annotations
 
-from mlnb.config import DataConfig
+from mlnb.config import DataConfig, FeaturesConfig
 from mlnb.data.dataset import Dataset
-from mlnb.data.svmlight import load_svmlight_dataset
-from mlnb.data.synthetic import make_rcv1_like
+from mlnb.data.text import TextOptions
 from mlnb.errors import MlnbError
 
 
-def load_dataset(config: DataConfig, seed: int) -> Dataset:
-    """The dataset that ``config`` describes, split and subsampled with ``seed``."""
-    if config.source == "synthetic":
+def text_options(features: FeaturesConfig) -> TextOptions:
+    return TextOptions(vectorizer=features.vectorizer, lowercase=features.lowercase,
+                       stop_words=features.stop_words, hash_features=features.hash_features)
+
+
+def _required(value: str, key: str, source: str) -> str:
+    if not value:
+        raise MlnbError(f"data.{key}: required when data.source = '{source}'")
+    return value
+
+
+def _load(config: DataConfig, features: FeaturesConfig, seed: int) -> Dataset:
+    source = config.source
+    if source == "synthetic":
+        from mlnb.data.synthetic import make_rcv1_like
+
         s = config.synthetic
-        dataset = make_rcv1_like(n_documents=s.n_documents, n_features=s.n_features,
-                                 n_categories=s.n_categories, words_per_document=s.words_per_document,
-                                 extra_topics=s.extra_topics, topical_fraction=s.topical_fraction,
-                                 topic_words=s.topic_words, zipf_exponent=s.zipf_exponent,
-                                 test_fraction=config.test_fraction, seed=seed)
-    elif config.source == "svmlight":
+        return make_rcv1_like(n_documents=s.n_documents, n_features=s.n_features,
+                              n_categories=s.n_categories, words_per_document=s.words_per_document,
+                              extra_topics=s.extra_topics, topical_fraction=s.topical_fraction,
+                              topic_words=s.topic_words, zipf_exponent=s.zipf_exponent,
+                              test_fraction=config.test_fraction, seed=seed)
+    if source == "svmlight":
+        from mlnb.data.svmlight import load_svmlight_dataset
+
         s = config.svmlight
-        if not s.path:
-            raise MlnbError("data.svmlight.path: required when data.source = 'svmlight'")
-        dataset = load_svmlight_dataset(s.path, test_path=s.test_path or None,
-                                        n_features=s.n_features or None, index_base=s.index_base,
-                                        n_categories=s.n_categories or None,
-                                        test_fraction=config.test_fraction, seed=seed)
-    else:  # the config schema admits only the sources above
-        raise MlnbError(f"data.source: unknown source {config.source!r}")
+        return load_svmlight_dataset(_required(s.path, "svmlight.path", source), test_path=s.test_path or None,
+                                     n_features=s.n_features or None, index_base=s.index_base,
+                                     n_categories=s.n_categories or None,
+                                     category_names=s.category_names_path or None,
+                                     test_fraction=config.test_fraction, seed=seed)
+    if source == "rcv1":
+        from mlnb.data.rcv1 import load_rcv1
+
+        s = config.rcv1
+        return load_rcv1(s.data_home or None, s.download_if_missing, s.split, s.train_size, s.test_size,
+                         config.test_fraction, seed)
+    if source == "lyrl2004":
+        from mlnb.data.rcv1 import load_lyrl2004
+
+        s = config.lyrl2004
+        return load_lyrl2004(_required(s.folder, "lyrl2004.folder", source), s.split, s.train_size,
+                             s.test_size, config.test_fraction, seed)
+    if source == "reuters21578":
+        from mlnb.data.reuters import load_reuters21578
+
+        s = config.reuters21578
+        return load_reuters21578(_required(s.folder, "reuters21578.folder", source),
+                                 min_train_per_topic=s.min_train_per_topic,
+                                 min_test_per_topic=s.min_test_per_topic, text_options=text_options(features))
+    if source == "arff":
+        from mlnb.data.arff import load_arff_dataset
+
+        s = config.arff
+        return load_arff_dataset(_required(s.train_path, "arff.train_path", source),
+                                 _required(s.test_path, "arff.test_path", source),
+                                 _required(s.xml_path, "arff.xml_path", source))
+    if source == "text":
+        from mlnb.data.text import load_text_dataset
+
+        s = config.text
+        return load_text_dataset(_required(s.path, "text.path", source), test_path=s.test_path or None,
+                                 format=s.format, header=s.header, text_column=s.text_column,
+                                 label_column=s.label_column, labels=s.labels,
+                                 label_separator=s.label_separator, negative_labels=s.negative_labels,
+                                 encoding=s.encoding, text_options=text_options(features),
+                                 test_fraction=config.test_fraction, seed=seed)
+    raise MlnbError(f"data.source: unknown source {source!r}")  # the config schema prevents this
+
+
+def load_dataset(config: DataConfig, seed: int, features: FeaturesConfig | None = None) -> Dataset:
+    """The dataset that ``config`` describes, split and subsampled with ``seed``."""
+    dataset = _load(config, features or FeaturesConfig(), seed)
     return dataset.subsample_train(config.max_train_documents, seed)

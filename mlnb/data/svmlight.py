@@ -118,9 +118,29 @@ def read_svmlight(paths: list[str | os.PathLike], n_features: int | None = None,
     return pairs, K
 
 
+def read_category_names(path) -> list[str]:
+    """One category name per non-empty line, in category-id order."""
+    path = Path(path)
+    if not path.is_file():
+        raise MlnbError(f"{path}: no such file (category names)")
+    names = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    names = [n for n in names if n]
+    if len(set(names)) != len(names):
+        raise MlnbError(f"{path}: category names repeat")
+    return names
+
+
 def load_svmlight_dataset(path, test_path=None, n_features=None, index_base=1, n_categories=None,
                           category_names=None, test_fraction=0.5, seed=0) -> Dataset:
-    """A Dataset from one file (seeded random split) or a train file and a test file."""
+    """A Dataset from one file (seeded random split) or a train file and a test file.
+
+    ``category_names`` may be a list or a file with one name per line; without
+    ``n_categories`` its length sets the number of categories.
+    """
+    if isinstance(category_names, (str, Path)):
+        category_names = read_category_names(category_names)
+    if category_names is not None and not n_categories:
+        n_categories = len(category_names)
     paths = [path] + ([test_path] if test_path else [])
     pairs, K = read_svmlight(paths, n_features=n_features, index_base=index_base,
                              n_categories=n_categories)

@@ -10,7 +10,7 @@ from mlnb import MlnbError, SklearnLogisticRegression
 
 @pytest.fixture(scope="module")
 def data(small_corpus):
-    Y = small_corpus.Y_train.toarray()
+    Y = small_corpus.Y_train.toarray().astype(np.int64)
     keep = np.flatnonzero((Y.sum(axis=0) > 0) & (Y.sum(axis=0) < Y.shape[0]))
     return small_corpus.X_train, Y[:, keep], small_corpus.X_test
 
