@@ -132,7 +132,7 @@ def run_study(config: StudyConfig) -> StudyResult:
         scores = model.decision_function(X_test)  # (n_test, K) log-odds
         t2 = time.perf_counter()
         evaluation = evaluate(Y_test, scores, dataset.category_names, config.eval.threshold,
-                              config.eval.roc_points)
+                              config.eval.roc_points, curve_categories=[config.report.category])
         t3 = time.perf_counter()
         result.models.append(ModelResult(key=key, label=label, model=model, fit_seconds=t1 - t0,
                                          score_seconds=t2 - t1, eval_seconds=t3 - t2,

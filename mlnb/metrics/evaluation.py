@@ -1,22 +1,29 @@
 """One model's scores against the truth: every metric for every category.
 
-``evaluate`` is the single entry point the study uses. Macro averages are
-taken over the *evaluable* categories only, those with at least one positive
-and one negative test document (AUC is undefined elsewhere); the others are
-listed in ``Evaluation.excluded`` and counted in the summary.
+``evaluate`` is the single entry point the study uses. It works one category
+at a time — one sort of that category's scores gives its exact ROC, AUC, ROC
+and gains grids, and the threshold and probability metrics come from the same
+column — on every core, so the only full-size arrays are the inputs.
+
+Macro averages are taken over the *evaluable* categories only, those with at
+least one positive and one negative test document (AUC is undefined
+elsewhere); the others are listed in ``Evaluation.excluded`` and counted in
+the summary. Micro averages pool every (document, category) pair.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.special import expit
 
 from mlnb import progress
-from mlnb.metrics.classification import (brier_score, confusion_counts, expected_accuracy,
-                                         log_loss_from_scores, sigmoid)
+from mlnb.metrics.classification import logit
 from mlnb.metrics.ranking import (RankCurve, auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
                                   rank_curve, roc_lift, roc_on_grid)
 
@@ -34,7 +41,7 @@ class Evaluation:
     grid         : x values of the curve grids (FPR for ROC, depth for gains)
     roc_tpr      : (K, G) TPR at each grid FPR (NaN rows for excluded categories)
     gains        : (K, G) share of positives in the top ``grid`` fraction
-    curves       : exact rank curves per category (for plots of single categories)
+    curves       : exact rank curves, by category index, of the categories asked for
     excluded     : indices of categories without positives or negatives in the test set
     """
 
@@ -43,7 +50,7 @@ class Evaluation:
     grid: np.ndarray
     roc_tpr: np.ndarray
     gains: np.ndarray
-    curves: list[RankCurve]
+    curves: dict
     excluded: np.ndarray
 
     @property
@@ -55,62 +62,121 @@ class Evaluation:
         return depth_lift(self.gains, self.grid)
 
 
-def _dense_labels(Y) -> np.ndarray:
-    return (Y.toarray() if sp.issparse(Y) else np.asarray(Y)).astype(bool)
+def _label_columns(Y_true, n: int, K: int):
+    """A function k -> boolean column k of Y, from sparse or dense input, without densifying Y."""
+    if sp.issparse(Y_true):
+        Y = sp.csc_matrix(Y_true)
+        Y.eliminate_zeros()
+
+        def column(k: int) -> np.ndarray:
+            y = np.zeros(n, dtype=bool)
+            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = True
+            return y
+        return column
+    Y = np.asarray(Y_true)
+    return lambda k: Y[:, k].astype(bool)
+
+
+def _one_category(y: np.ndarray, z: np.ndarray, cut: float, grid: np.ndarray, keep_curve: bool):
+    """Every per-category metric from one column of labels and scores (z: log-odds).
+
+    Elementwise work stays in the scores' precision (float32 at scale); every sum
+    accumulates in float64.
+    """
+    n = y.size
+    predicted = z >= cut
+    tp = int(np.count_nonzero(predicted & y))
+    n_pos = int(np.count_nonzero(y))
+    fp = int(np.count_nonzero(predicted)) - tp
+    fn = n_pos - tp
+    p = expit(z)
+    positive_p, negative_p = p[y], p[~y]
+    zero = z.dtype.type(0)
+    row = {
+        "n_pos": n_pos, "n_neg": n - n_pos, "prevalence": n_pos / n,
+        # mean of p·y + (1 − p)(1 − y)
+        "expected_accuracy": (positive_p.sum(dtype=np.float64) + (1 - negative_p).sum(dtype=np.float64)) / n,
+        "accuracy": (n - fp - fn) / n,
+        "precision": tp / (tp + fp) if tp + fp else 0.0,
+        "recall": tp / (tp + fn) if tp + fn else 0.0,
+        "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
+        # −log σ(z) = softplus(−z), finite for any z
+        "log_loss": (np.logaddexp(zero, -z[y]).sum(dtype=np.float64)
+                     + np.logaddexp(zero, z[~y]).sum(dtype=np.float64)) / n,
+        "brier": (np.square(1 - positive_p).sum(dtype=np.float64)
+                  + np.square(negative_p).sum(dtype=np.float64)) / n,
+        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn,
+    }
+    curve = rank_curve(y, z)
+    row["auc"] = auc_from_curve(curve)
+    # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
+    return row, roc_on_grid(curve, grid), gains_on_grid(curve, grid), curve if keep_curve else None
+
+
+def micro_auc(Y_true, scores: np.ndarray) -> float:
+    """AUC over all (document, category) pairs pooled, with one sort of the negatives:
+    each positive counts the negatives scored below it, plus ½ per tie."""
+    Y = (Y_true.toarray() if sp.issparse(Y_true) else np.asarray(Y_true)).astype(bool)
+    negatives = scores[~Y]  # a copy, sorted in place below
+    positives = scores[Y]
+    if positives.size == 0 or negatives.size == 0:
+        return float("nan")
+    negatives.sort()
+    below = np.searchsorted(negatives, positives, side="left").sum(dtype=np.float64)
+    not_above = np.searchsorted(negatives, positives, side="right").sum(dtype=np.float64)
+    return float((below + not_above) / 2.0 / (positives.size * negatives.size))
 
 
 def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float = 0.5,
-             roc_points: int = 101) -> Evaluation:
-    """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1)."""
-    Y = _dense_labels(Y_true)
+             roc_points: int = 101, curve_categories=None, n_threads: int | None = None) -> Evaluation:
+    """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1).
+
+    curve_categories : category indices whose exact ROC curves to keep (None: all)
+    n_threads : categories evaluated in parallel (default: every core)
+    """
     scores = np.asarray(scores)
-    if Y.shape != scores.shape:
-        raise ValueError(f"Y_true has shape {Y.shape} but scores has shape {scores.shape}")
-    n, K = Y.shape
+    if Y_true.shape != scores.shape:
+        raise ValueError(f"Y_true has shape {Y_true.shape} but scores has shape {scores.shape}")
+    n, K = scores.shape
     names = list(category_names) if category_names is not None else [str(k) for k in range(K)]
-    proba = sigmoid(scores)
-    counts = confusion_counts(Y, scores, threshold)
-    grid = fpr_grid(roc_points)
+    keep = set(range(K)) if curve_categories is None else set(curve_categories)
+    column = _label_columns(Y_true, n, K)
+    cut, grid = logit(threshold), fpr_grid(roc_points)
 
-    curves = [rank_curve(Y[:, k], scores[:, k])
-              for k in progress.track(range(K), total=K, description="ROC / lift per category")]
-    auc = np.array([auc_from_curve(c) for c in curves])
-    roc_tpr = np.vstack([roc_on_grid(c, grid) for c in curves]) if K else np.empty((0, grid.size))
-    gains = np.vstack([gains_on_grid(c, grid) for c in curves]) if K else np.empty((0, grid.size))
+    def work(k: int):
+        return _one_category(column(k), np.ascontiguousarray(scores[:, k]), cut, grid, k in keep)
 
-    n_pos = Y.sum(axis=0)
-    table = pd.DataFrame({
-        "category": np.arange(K), "name": names, "n_pos": n_pos, "n_neg": n - n_pos,
-        "prevalence": n_pos / n, "auc": auc,
-        "expected_accuracy": expected_accuracy(Y, proba), "accuracy": counts.accuracy,
-        "precision": counts.precision, "recall": counts.recall, "f1": counts.f1,
-        "log_loss": log_loss_from_scores(Y, scores), "brier": brier_score(Y, proba),
-        "tp": counts.tp, "fp": counts.fp, "fn": counts.fn, "tn": counts.tn,
-    }, columns=PER_CATEGORY_COLUMNS)
+    with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
+        results = list(progress.track(pool.map(work, range(K)), total=K, description="metrics per category"))
+    rows = [r[0] for r in results]
+    table = pd.DataFrame(rows)
+    table.insert(0, "category", np.arange(K))
+    table.insert(1, "name", names)
+    table = table.reindex(columns=PER_CATEGORY_COLUMNS)
+    roc_tpr = np.vstack([r[1] for r in results]) if K else np.empty((0, grid.size))
+    gains = np.vstack([r[2] for r in results]) if K else np.empty((0, grid.size))
+    curves = {k: results[k][3] for k in sorted(keep) if k < K}
+    n_pos = table["n_pos"].to_numpy()
     evaluable = (n_pos > 0) & (n_pos < n)
-    excluded = np.flatnonzero(~evaluable)
-    return Evaluation(per_category=table, summary=_summary(table, evaluable, Y, scores),
-                      grid=grid, roc_tpr=roc_tpr, gains=gains, curves=curves, excluded=excluded)
+    summary = _summary(table, evaluable, micro_auc(Y_true, scores))
+    return Evaluation(per_category=table, summary=summary, grid=grid, roc_tpr=roc_tpr, gains=gains,
+                      curves=curves, excluded=np.flatnonzero(~evaluable))
 
 
-def _summary(table: pd.DataFrame, evaluable: np.ndarray, Y: np.ndarray, scores: np.ndarray) -> dict:
+def _summary(table: pd.DataFrame, evaluable: np.ndarray, micro_auc_value: float) -> dict:
     """Micro averages pool all (document, category) pairs; macro ones average
     the evaluable categories."""
     kept = table[evaluable]
     tp, fp, fn = (int(table[c].sum()) for c in ("tp", "fp", "fn"))
-    micro_p = tp / (tp + fp) if tp + fp else 0.0
-    micro_r = tp / (tp + fn) if tp + fn else 0.0
-    micro_f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
-    micro_auc = auc_from_curve(rank_curve(Y.ravel(), scores.ravel()))
 
     def macro(column: str) -> float:
         return float(kept[column].mean()) if len(kept) else float("nan")
 
     return {
-        "macro_auc": macro("auc"), "micro_auc": micro_auc,
-        "macro_f1": macro("f1"), "micro_f1": micro_f1,
-        "macro_precision": macro("precision"), "micro_precision": micro_p,
-        "macro_recall": macro("recall"), "micro_recall": micro_r,
+        "macro_auc": macro("auc"), "micro_auc": micro_auc_value,
+        "macro_f1": macro("f1"), "micro_f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
+        "macro_precision": macro("precision"), "micro_precision": tp / (tp + fp) if tp + fp else 0.0,
+        "macro_recall": macro("recall"), "micro_recall": tp / (tp + fn) if tp + fn else 0.0,
         "mean_expected_accuracy": macro("expected_accuracy"), "mean_accuracy": macro("accuracy"),
         "mean_log_loss": macro("log_loss"), "mean_brier": macro("brier"),
         "n_categories": int(len(table)), "n_evaluable": int(evaluable.sum()),

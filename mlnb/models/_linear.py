@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from mlnb.errors import MlnbError
+from mlnb.models._scoring import linear_scores
 
 
 def as_csr_float32(X, what: str = "X") -> sp.csr_matrix:
@@ -67,22 +68,26 @@ class LinearMultilabelModel:
                 f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_}: train and test data must share one feature space")
 
-    def _scoring_input(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """The feature values W applies to; a model that binarises overrides this."""
-        return X
+    #: whether W applies to word presence [X > 0] rather than X (Naive Bayes with binarize)
+    _scores_presence = False
 
     def decision_function(self, X) -> np.ndarray:
         """Per-category log-odds z = X·W + b, shape (documents, categories), float32."""
         self._check_fitted()
         X = as_csr_float32(X)
         self._check_features(X)
-        scores = self._scoring_input(X) @ self.weights_  # (n, V) · (V, K) -> (n, K)
-        scores += self.bias_
-        return scores
+        return linear_scores(X, self.weights_, self.bias_, binary=self._scores_presence)
 
-    def predict_proba(self, X) -> np.ndarray:
-        """P(category | document) = σ(X·W + b), shape (documents, categories), float64."""
-        return log_odds_to_proba(self.decision_function(X))
+    def predict_proba(self, X, dtype=np.float64) -> np.ndarray:
+        """P(category | document) = σ(X·W + b), shape (documents, categories).
+
+        float64 by default, which keeps σ(z) off exact 0 down to z ≈ −745; with
+        ``dtype=np.float32`` the sigmoid is applied in place, with no second matrix.
+        """
+        scores = self.decision_function(X)
+        if dtype == np.float32:
+            return expit(scores, out=scores)
+        return log_odds_to_proba(scores)
 
     def predict(self, X, threshold: float = 0.5) -> np.ndarray:
         """0/1 predictions, shape (documents, categories): P ≥ threshold.

@@ -155,7 +155,9 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         presence.eliminate_zeros()
         return presence
 
-    _scoring_input = _event_counts
+    @property
+    def _scores_presence(self) -> bool:
+        return bool(self.binarize or self.event_model == "bernoulli")
 
     def _count(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> None:
         """F += Yᵀ·X, t += 1ᵀ·X, N += 1ᵀ·Y, n += rows: the only pass over the data."""
@@ -202,10 +204,13 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         F_bar, N_bar = self._complement_counts()
         prior = self._prior_log_odds(N_bar)
         if self.event_model == "multinomial":
-            log_theta = np.log(F + alpha) - np.log(F.sum(axis=1, keepdims=True) + alpha * V)
-            log_theta_bar = (np.log(F_bar + alpha)
-                             - np.log(F_bar.sum(axis=1, keepdims=True) + alpha * V))
-            W = log_theta - log_theta_bar  # (K, V)
+            # W = log θ − log θ̄, written in place: two (K, V) arrays instead of five
+            W = np.log(F + alpha)
+            W -= np.log(F.sum(axis=1, keepdims=True) + alpha * V)  # log θ
+            F_bar_total = F_bar.sum(axis=1, keepdims=True) + alpha * V
+            F_bar += alpha
+            W -= np.log(F_bar, out=F_bar)
+            W += np.log(F_bar_total)  # − log θ̄
             b = prior
         else:
             p = (F + alpha) / (N[:, None] + 2 * alpha)

@@ -1,0 +1,204 @@
+r"""Significance tests for comparing two classifiers: DeLong, Holm, sign test.
+
+**DeLong, DeLong & Clarke-Pearson (1988)**: two ROC AUCs measured on the same
+documents are correlated; their paired test uses the structural components.
+With the m positives' scores X_1..X_m, the n negatives' scores Y_1..Y_n and
+
+    ψ(x, y) = 1 if x > y,  ½ if x = y,  0 if x < y
+
+for each score column r (one classifier):
+
+    AUC^r      = (1/mn) Σ_i Σ_j ψ(X_i^r, Y_j^r)
+    V10^r(X_i) = (1/n) Σ_j ψ(X_i^r, Y_j^r)        (one per positive)
+    V01^r(Y_j) = (1/m) Σ_i ψ(X_i^r, Y_j^r)        (one per negative)
+    S10[r, s]  = 1/(m−1) Σ_i (V10^r(X_i) − AUC^r)(V10^s(X_i) − AUC^s)
+    S01[r, s]  = 1/(n−1) Σ_j (V01^r(Y_j) − AUC^r)(V01^s(Y_j) − AUC^s)
+    S          = S10 / m + S01 / n                 (covariance of the AUCs)
+
+and for two columns a, b (the contrast c = (1, −1)):
+
+    var(AUC_a − AUC_b) = c'Sc = S[a,a] + S[b,b] − 2 S[a,b]
+    z = (AUC_a − AUC_b) / sqrt(var),    p = 2 Φ(−|z|)   (two-sided, normal)
+
+**Sun & Xu (2014)** compute the components in O(n log n) from midranks
+(ties share the mean of their ranks, which is how ψ counts them ½):
+T_Z = midranks among all m + n scores, T_X = among the positives only,
+T_Y = among the negatives only; then
+
+    V10(X_i) = (T_Z(X_i) − T_X(X_i)) / n        (negatives below X_i, ties ½)
+    V01(Y_j) = 1 − (T_Z(Y_j) − T_Y(Y_j)) / m     (positives above Y_j, ties ½)
+    AUC      = (1/m) Σ_i V10(X_i)
+
+The variance of the difference is computed as the variance of the component
+differences, var(V10_a − V10_b)/m + var(V01_a − V01_b)/n, which is c'Sc
+exactly but cannot go negative by rounding and is exactly 0 when the two
+columns rank the documents identically (then z = 0 and p = 1; a nonzero
+difference with zero variance gives z = ±inf, p = 0). Without positives or
+negatives everything is NaN; with a single positive (or negative) the AUCs are
+defined but S10 (or S01) is not, so the variance, z and p are NaN.
+
+**Holm (1979)** step-down adjustment of M p-values sorted p_(1) ≤ … ≤ p_(M):
+
+    p̃_(i) = max_{j ≤ i} min(1, (M − j + 1) p_(j))
+
+**Sign test** (Yang & Liu 1999): over paired per-category differences d_k,
+wins = #{d_k > t}, losses = #{d_k < −t}, ties = #{|d_k| ≤ t}; ties dropped,
+p = two-sided exact binomial P(wins | wins + losses, ½).
+
+Scores are decision values / log-odds, never probabilities: saturated
+probabilities tie and distort both the AUCs and the components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.stats import binomtest, norm, rankdata
+
+from mlnb.errors import MlnbError
+
+
+@dataclass(frozen=True)
+class DeLongResult:
+    """Paired DeLong test of AUC_a − AUC_b on the same documents."""
+
+    auc_a: float
+    auc_b: float
+    difference: float  # auc_a − auc_b
+    variance: float  # of the difference
+    z: float
+    p_value: float  # two-sided
+
+
+@dataclass(frozen=True)
+class SignTestResult:
+    """Wins, losses and ties of a over b, and the two-sided exact binomial p."""
+
+    wins: int
+    losses: int
+    ties: int
+    p_value: float
+
+
+def _labels_and_scores(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(y_true).ravel().astype(bool)
+    s = np.asarray(score_matrix, dtype=np.float64)
+    s = s.reshape(-1, 1) if s.ndim == 1 else s
+    if s.ndim != 2 or s.shape[0] != y.size:
+        raise MlnbError(f"y_true has {y.size} values but the scores have shape {s.shape}")
+    if np.isnan(s).any():
+        raise MlnbError("scores contain NaN")
+    return y, s
+
+
+def _structural_components(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(AUC (k,), V10 (m, k), V01 (n, k)) from midranks, Sun & Xu (2014)."""
+    m, n = int(y.sum()), int(y.size - y.sum())
+    t_z = rankdata(s, method="average", axis=0)
+    t_x = rankdata(s[y], method="average", axis=0)
+    t_y = rankdata(s[~y], method="average", axis=0)
+    v10 = (t_z[y] - t_x) / n
+    v01 = 1.0 - (t_z[~y] - t_y) / m
+    return v10.mean(axis=0), v10, v01
+
+
+def delong_covariance(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """(AUCs (k,), their DeLong covariance S (k, k)) for the k columns of
+    ``score_matrix`` (n × k, or a single score vector) on the same documents."""
+    y, s = _labels_and_scores(y_true, score_matrix)
+    k = s.shape[1]
+    m, n = int(y.sum()), int(y.size - y.sum())
+    if m == 0 or n == 0:
+        return np.full(k, np.nan), np.full((k, k), np.nan)
+    auc, v10, v01 = _structural_components(y, s)
+    if m < 2 or n < 2:
+        return auc, np.full((k, k), np.nan)
+    s10 = np.atleast_2d(np.cov(v10, rowvar=False, ddof=1))
+    s01 = np.atleast_2d(np.cov(v01, rowvar=False, ddof=1))
+    return auc, s10 / m + s01 / n
+
+
+def delong_test(y_true, scores_a, scores_b) -> DeLongResult:
+    """DeLong's paired two-sided test of AUC_a = AUC_b (one category)."""
+    a, b = np.asarray(scores_a).ravel(), np.asarray(scores_b).ravel()
+    if a.shape != b.shape:
+        raise MlnbError(f"scores_a has {a.size} values but scores_b has {b.size}")
+    y, s = _labels_and_scores(y_true, np.column_stack([a, b]))
+    m, n = int(y.sum()), int(y.size - y.sum())
+    if m == 0 or n == 0:
+        return DeLongResult(*([float("nan")] * 6))
+    auc, v10, v01 = _structural_components(y, s)
+    difference = float(auc[0] - auc[1])
+    if m < 2 or n < 2:
+        nan = float("nan")
+        return DeLongResult(float(auc[0]), float(auc[1]), difference, nan, nan, nan)
+    variance = float(np.var(v10[:, 0] - v10[:, 1], ddof=1) / m
+                     + np.var(v01[:, 0] - v01[:, 1], ddof=1) / n)
+    if variance > 0:
+        z = difference / np.sqrt(variance)
+    else:
+        z = 0.0 if difference == 0 else float(np.copysign(np.inf, difference))
+    p_value = float(2.0 * norm.sf(abs(z)))
+    return DeLongResult(float(auc[0]), float(auc[1]), difference, variance, float(z), p_value)
+
+
+def _dense_scores(scores, name: str) -> np.ndarray:
+    s = scores.toarray() if sp.issparse(scores) else np.asarray(scores, dtype=np.float64)
+    s = s.reshape(-1, 1) if s.ndim == 1 else s
+    if s.ndim != 2:
+        raise MlnbError(f"{name} must be an n × K matrix, got shape {s.shape}")
+    return s
+
+
+def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
+    """DeLong's test for every category (column) of n × K labels and scores.
+
+    One row per category: auc_a, auc_b, difference, variance, z, p_value, and
+    p_holm (Holm over the categories where the test is defined, NaN elsewhere).
+    ``Y_true`` may be scipy sparse or dense 0/1; ``categories`` names the rows.
+    """
+    a, b = _dense_scores(scores_a, "scores_a"), _dense_scores(scores_b, "scores_b")
+    Y = sp.csc_array(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+    if a.shape != b.shape or Y.shape != a.shape:
+        raise MlnbError(f"Y_true {Y.shape}, scores_a {a.shape} and scores_b {b.shape} must have one shape")
+    columns = (Y[:, [k]].toarray().ravel() if sp.issparse(Y) else Y[:, k] for k in range(a.shape[1]))
+    rows = [delong_test(y, a[:, k], b[:, k]) for k, y in enumerate(columns)]
+    table = pd.DataFrame([asdict(r) for r in rows],
+                         columns=["auc_a", "auc_b", "difference", "variance", "z", "p_value"],
+                         index=pd.Index(range(a.shape[1]) if categories is None else list(categories),
+                                        name="category"))
+    table["p_holm"] = holm(table["p_value"].to_numpy())
+    return table
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm–Bonferroni step-down adjusted p-values; NaNs stay NaN and do not
+    count towards M."""
+    p = np.asarray(p_values, dtype=np.float64)
+    flat = p.ravel()
+    adjusted = np.full(flat.shape, np.nan)
+    defined = np.flatnonzero(~np.isnan(flat))
+    order = defined[np.argsort(flat[defined], kind="stable")]  # p_(1) ≤ … ≤ p_(M)
+    multiplier = np.arange(order.size, 0, -1)  # M − j + 1 for j = 1..M
+    adjusted[order] = np.maximum.accumulate(np.minimum(1.0, multiplier * flat[order]))
+    return adjusted.reshape(p.shape)
+
+
+def sign_test(differences, tie_tolerance: float = 0.0) -> SignTestResult:
+    """Sign test of paired differences (a − b per category), Yang & Liu (1999).
+
+    ``|d| ≤ tie_tolerance`` is a tie; ties and NaNs are dropped before the
+    two-sided exact binomial test of wins against losses (p = 1 if none are left).
+    """
+    if not tie_tolerance >= 0:
+        raise MlnbError(f"tie_tolerance must be >= 0, got {tie_tolerance}")
+    d = np.asarray(differences, dtype=np.float64).ravel()
+    d = d[~np.isnan(d)]
+    wins, losses = int(np.sum(d > tie_tolerance)), int(np.sum(d < -tie_tolerance))
+    ties = int(d.size - wins - losses)
+    p_value = float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
+    return SignTestResult(wins, losses, ties, p_value)

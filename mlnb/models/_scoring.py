@@ -1,0 +1,60 @@
+r"""Scores of every document for every category: Z = X·W + b, one sparse × dense product.
+
+scipy's CSR × dense product runs on one core. The numba kernel below computes
+the same sums in the same order (each row's non-zeros in index order, the
+category loop innermost over a contiguous row of W), in parallel over rows on
+every core; it measured 3.6× scipy on 781k × 47k × 103 (experiments/bench.py).
+With ``binary`` it treats every stored value as 1 (word presence) without
+copying X.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+try:
+    from numba import njit, prange
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - numba is a declared dependency
+    HAVE_NUMBA = False
+
+# below this many multiply-adds the thread start-up costs more than it saves
+_NUMBA_MIN_WORK = 2_000_000
+
+if HAVE_NUMBA:
+
+    @njit(parallel=True, cache=True, fastmath=True)
+    def _csr_times_dense(indptr, indices, data, W, b, binary, out):
+        n, K = out.shape
+        for i in prange(n):
+            for k in range(K):
+                out[i, k] = b[k]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                v = np.float32(1.0) if binary else data[p]
+                for k in range(K):
+                    out[i, k] += v * W[j, k]
+
+
+def linear_scores(X: sp.csr_matrix, W: np.ndarray, b: np.ndarray, binary: bool = False,
+                  kernel: str = "auto") -> np.ndarray:
+    """Z = X·W + b as float32 (n × K); ``binary`` scores [X > 0] instead of X.
+
+    kernel: "numba" (all cores), "scipy" (one core) or "auto" (numba for large products).
+    """
+    use_numba = kernel == "numba" or (kernel == "auto" and HAVE_NUMBA and X.nnz * W.shape[1] >= _NUMBA_MIN_WORK)
+    if use_numba:
+        if not HAVE_NUMBA:  # pragma: no cover
+            raise ImportError("numba is not installed: use kernel = 'scipy'")
+        out = np.empty((X.shape[0], W.shape[1]), dtype=np.float32)
+        _csr_times_dense(X.indptr, X.indices, X.data, np.ascontiguousarray(W, dtype=np.float32),
+                         np.asarray(b, dtype=np.float32), binary, out)
+        return out
+    if binary:
+        X = X.copy()
+        X.data = (X.data > 0).astype(np.float32)
+    out = np.asarray(X @ W, dtype=np.float32)  # (n, V)·(V, K) -> (n, K)
+    out += b
+    return out

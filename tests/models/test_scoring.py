@@ -1,0 +1,36 @@
+"""The two-core scoring kernel computes exactly what scipy's X @ W + b does."""
+
+import numpy as np
+import pytest
+
+from mlnb.models._scoring import linear_scores
+
+
+def random_weights(V, K, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(V, K)).astype(np.float32), rng.normal(size=K).astype(np.float32)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_numba_equals_scipy_on_synthetic(small_corpus, binary):
+    X = small_corpus.X
+    W, b = random_weights(X.shape[1], 20)
+    fast = linear_scores(X, W, b, binary=binary, kernel="numba")
+    reference = linear_scores(X, W, b, binary=binary, kernel="scipy")
+    np.testing.assert_allclose(fast, reference, rtol=1e-5, atol=1e-4)
+    assert fast.dtype == np.float32 and fast.shape == (X.shape[0], 20)
+
+
+def test_numba_equals_scipy_on_real_rcv1_subset(rcv1_subset):
+    X = rcv1_subset.X
+    W, b = random_weights(X.shape[1], 101, seed=1)
+    np.testing.assert_allclose(linear_scores(X, W, b, kernel="numba"), X @ W + b, rtol=1e-5, atol=1e-5)
+
+
+def test_binary_scoring_does_not_change_X(small_corpus):
+    X = small_corpus.X_test
+    before = X.data.copy()
+    W, b = random_weights(X.shape[1], 3)
+    linear_scores(X, W, b, binary=True, kernel="scipy")
+    linear_scores(X, W, b, binary=True, kernel="numba")
+    np.testing.assert_array_equal(X.data, before)
