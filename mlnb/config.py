@@ -216,6 +216,10 @@ class ReportConfig:
     category: int = option(6, "category shown in the ROC and lift plots (index)", min=0)
     plots: bool = option(True, "draw the PNG plots")
     top_differences: int = option(10, "categories listed where the models differ most", min=0)
+    compare: bool = option(True, "DeLong test per category between the two models (Holm, sign test)")
+    alpha: float = option(0.05, "significance level of the comparison (after Holm)", min=0, max=1,
+                          exclusive_min=True, exclusive_max=True)
+    save_scores: bool = option(True, "save test scores (scores.npz) so that `mlnb compare` can pair runs")
 
 
 @dataclass

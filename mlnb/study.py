@@ -20,6 +20,7 @@ from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import Evaluation, evaluate
 from mlnb.models import LogisticRegression, NaiveBayes, SklearnLogisticRegression
+from mlnb.studies.compare import Comparison, compare_scores
 
 MODEL_COLORS = {"nb": "tab:red", "lr": "tab:blue"}  # the classic plot: NB red, LR blue
 
@@ -33,6 +34,7 @@ class ModelResult:
     score_seconds: float
     eval_seconds: float
     evaluation: Evaluation
+    scores: np.ndarray  # (n_test, K) log-odds on the test part
 
     @property
     def color(self) -> str:
@@ -47,6 +49,8 @@ class StudyResult:
     train_positives: np.ndarray  # (K,) training documents per category
     models: list[ModelResult] = field(default_factory=list)
     load_seconds: float = 0.0
+    Y_test: object = None  # (n_test, K) sparse 0/1
+    comparison: Comparison | None = None  # models[1] (LR) against models[0] (NB), per category
 
 
 def build_models(config: StudyConfig) -> dict[str, tuple[str, object]]:
@@ -136,5 +140,12 @@ def run_study(config: StudyConfig) -> StudyResult:
         t3 = time.perf_counter()
         result.models.append(ModelResult(key=key, label=label, model=model, fit_seconds=t1 - t0,
                                          score_seconds=t2 - t1, eval_seconds=t3 - t2,
-                                         evaluation=evaluation))
+                                         evaluation=evaluation, scores=scores))
+    result.Y_test = Y_test
+    if config.report.compare and len(result.models) == 2:
+        nb_run, lr_run = result.models
+        with progress.status("DeLong tests per category"):
+            result.comparison = compare_scores(Y_test, lr_run.scores, nb_run.scores, dataset.category_names,
+                                               result.train_positives, lr_run.label, nb_run.label,
+                                               config.report.alpha)
     return result

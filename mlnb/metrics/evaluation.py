@@ -27,6 +27,7 @@ from mlnb.metrics.classification import logit
 from mlnb.metrics.ranking import (RankCurve, auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
                                   rank_curve, roc_lift, roc_on_grid)
 
+CALIBRATION_BINS = 10
 PER_CATEGORY_COLUMNS = ["category", "name", "n_pos", "n_neg", "prevalence", "auc",
                         "expected_accuracy", "accuracy", "precision", "recall", "f1",
                         "log_loss", "brier", "tp", "fp", "fn", "tn"]
@@ -43,6 +44,8 @@ class Evaluation:
     gains        : (K, G) share of positives in the top ``grid`` fraction
     curves       : exact rank curves, by category index, of the categories asked for
     excluded     : indices of categories without positives or negatives in the test set
+    calibration  : reliability table over all (document, category) pairs: for each bin of
+                   predicted probability, its count, mean prediction and observed positive rate
     """
 
     per_category: pd.DataFrame
@@ -52,6 +55,7 @@ class Evaluation:
     gains: np.ndarray
     curves: dict
     excluded: np.ndarray
+    calibration: pd.DataFrame
 
     @property
     def roc_lift(self) -> np.ndarray:
@@ -109,8 +113,14 @@ def _one_category(y: np.ndarray, z: np.ndarray, cut: float, grid: np.ndarray, ke
     }
     curve = rank_curve(y, z)
     row["auc"] = auc_from_curve(curve)
+    # reliability: per probability bin, how many pairs, their summed p and summed y
+    bins = np.minimum((p * CALIBRATION_BINS).astype(np.int64), CALIBRATION_BINS - 1)
+    reliability = np.vstack([np.bincount(bins, minlength=CALIBRATION_BINS),
+                             np.bincount(bins, weights=p, minlength=CALIBRATION_BINS),
+                             np.bincount(bins[y], minlength=CALIBRATION_BINS)])
     # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
-    return row, roc_on_grid(curve, grid), gains_on_grid(curve, grid), curve if keep_curve else None
+    return (row, roc_on_grid(curve, grid), gains_on_grid(curve, grid), curve if keep_curve else None,
+            reliability)
 
 
 def micro_auc(Y_true, scores: np.ndarray) -> float:
@@ -160,7 +170,18 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     evaluable = (n_pos > 0) & (n_pos < n)
     summary = _summary(table, evaluable, micro_auc(Y_true, scores))
     return Evaluation(per_category=table, summary=summary, grid=grid, roc_tpr=roc_tpr, gains=gains,
-                      curves=curves, excluded=np.flatnonzero(~evaluable))
+                      curves=curves, excluded=np.flatnonzero(~evaluable),
+                      calibration=_calibration_table(sum(r[4] for r in results)))
+
+
+def _calibration_table(reliability) -> pd.DataFrame:
+    """(3, B) summed [count, Σp, Σy] per bin -> one row per bin of predicted probability."""
+    edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
+    counts, sum_p, sum_y = (np.zeros(CALIBRATION_BINS),) * 3 if np.isscalar(reliability) else reliability
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": counts.astype(np.int64),
+                             "mean_predicted": np.where(counts > 0, sum_p / counts, np.nan),
+                             "observed_rate": np.where(counts > 0, sum_y / counts, np.nan)})
 
 
 def _summary(table: pd.DataFrame, evaluable: np.ndarray, micro_auc_value: float) -> dict:

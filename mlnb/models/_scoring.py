@@ -33,7 +33,7 @@ if HAVE_NUMBA:
                 out[i, k] = b[k]
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
-                v = np.float32(1.0) if binary else data[p]
+                v = (np.float32(1.0) if data[p] > 0 else np.float32(0.0)) if binary else data[p]
                 for k in range(K):
                     out[i, k] += v * W[j, k]
 

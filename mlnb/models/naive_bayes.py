@@ -46,6 +46,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from mlnb.errors import MlnbError
+from mlnb.models._counting import category_feature_counts
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
 
 EVENT_MODELS = ("multinomial", "bernoulli")
@@ -129,7 +130,7 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             self.feature_total_ = np.zeros(X.shape[1])
             self.class_count_ = np.zeros(Y.shape[1])
             self.n_documents_ = 0
-        self._count(self._event_counts(X), Y)
+        self._count(X, Y)
         self._update_log_odds()
         return self
 
@@ -145,24 +146,20 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         if not self.m > 0:
             raise MlnbError(f"m must be > 0, got {self.m}")
 
-    def _event_counts(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """X itself (multinomial) or its presence pattern (Bernoulli / binarize),
-        both when counting and when scoring."""
-        if not (self.binarize or self.event_model == "bernoulli"):
-            return X
-        presence = X.copy()
-        presence.data = (presence.data > 0).astype(np.float32)
-        presence.eliminate_zeros()
-        return presence
-
     @property
     def _scores_presence(self) -> bool:
         return bool(self.binarize or self.event_model == "bernoulli")
 
     def _count(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> None:
-        """F += Yᵀ·X, t += 1ᵀ·X, N += 1ᵀ·Y, n += rows: the only pass over the data."""
-        self.feature_count_ += (Y.T @ X).toarray()  # (K, n)·(n, V) -> (K, V)
-        self.feature_total_ += np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+        """F += Yᵀ·X, t += 1ᵀ·X, N += 1ᵀ·Y, n += rows: the only pass over the data.
+
+        X is used as is (multinomial) or as its presence pattern [X > 0] (Bernoulli,
+        binarize), without a copy of X.
+        """
+        presence = self._scores_presence
+        self.feature_count_ += category_feature_counts(Y, X, binary=presence)  # (K, V)
+        weights = (X.data > 0).astype(np.float64) if presence else X.data.astype(np.float64)
+        self.feature_total_ += np.bincount(X.indices, weights=weights, minlength=X.shape[1])
         self.class_count_ += np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()
         self.n_documents_ += X.shape[0]
 

@@ -127,3 +127,74 @@ def auc_scatter(result: StudyResult, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     return _save(fig, path)
+
+
+def calibration(result: StudyResult, path: Path) -> Path:
+    """Reliability diagram over all (document, category) pairs: observed positive rate against
+    mean predicted probability per bin, with the pair counts below (log scale)."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    top.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="perfectly calibrated")
+    width = 1.0 / len(result.models[0].evaluation.calibration) / (len(result.models) + 0.5)
+    for i, run in enumerate(result.models):
+        table = run.evaluation.calibration
+        summary = run.evaluation.summary
+        top.plot(table["mean_predicted"], table["observed_rate"], "-o", color=run.color, ms=4,
+                 label=f"{run.label}: Brier {summary['mean_brier']:.4f}, log loss {summary['mean_log_loss']:.4f}")
+        bottom.bar(table["lower"] + (i + 0.75) * width, table["count"], width=width, color=run.color, alpha=0.8)
+    top.set_ylabel("observed share of positives")
+    top.set_title("Calibration (reliability) over all document-category pairs", fontsize=10)
+    top.set_xlim(0, 1)
+    top.set_ylim(0, 1)
+    top.grid(alpha=0.3)
+    top.legend(fontsize=7, loc="upper left")
+    bottom.set_yscale("log")
+    bottom.set_xlabel("predicted probability (bin)")
+    bottom.set_ylabel("pairs")
+    bottom.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def auc_by_frequency(result: StudyResult, path: Path) -> Path:
+    """Per-category AUC against the number of training positives (log scale), per model."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    positives = np.maximum(result.train_positives, 0.8)  # categories without positives at the left edge
+    for run in result.models:
+        ax.scatter(positives, run.evaluation.per_category["auc"], s=16, color=run.color, alpha=0.75,
+                   label=run.label)
+    ax.axhline(0.5, ls="--", color="gray", lw=1, label="chance")
+    ax.set_xscale("log")
+    ax.set_xlabel("training documents in the category (log scale)")
+    ax.set_ylabel("test AUC")
+    ax.set_title("AUC against category training frequency", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def auc_difference(comparison, path: Path) -> Path:
+    """AUC(a) − AUC(b) per category, categories ordered by training frequency; bars of
+    categories whose DeLong test is significant after Holm are coloured."""
+    table = comparison.table.sort_values("train_pos", kind="stable")
+    table = table[table["difference"].notna()]
+    significant = (table["p_holm"] < comparison.alpha).to_numpy()
+    x = np.arange(len(table))
+    colors = np.where(table["difference"] > 0, "tab:blue", "tab:red")
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    ax.bar(x[~significant], table["difference"].to_numpy()[~significant], color="lightgray",
+           label="not significant")
+    for color, name in (("tab:blue", comparison.label_a), ("tab:red", comparison.label_b)):
+        chosen = significant & (colors == color)
+        ax.bar(x[chosen], table["difference"].to_numpy()[chosen], color=color,
+               label=f"{name} significantly higher (Holm p < {comparison.alpha:g})")
+    ax.axhline(0, color="black", lw=0.8)
+    step = max(1, len(table) // 12)
+    ax.set_xticks(x[::step])
+    ax.set_xticklabels(table["train_pos"].to_numpy()[::step])
+    ax.set_xlabel("categories, ordered by training documents (tick labels: training documents)")
+    ax.set_ylabel("AUC difference")
+    sign = comparison.sign
+    ax.set_title(f"AUC({comparison.label_a}) − AUC({comparison.label_b}) per category; higher in "
+                 f"{sign.wins}, lower in {sign.losses}, sign test p = {sign.p_value:.2g}", fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -35,6 +35,7 @@ from mlnb.config import config_dict, dump_toml
 from mlnb.errors import MlnbError
 from mlnb.report import plots
 from mlnb.study import StudyResult
+from mlnb.studies.compare import SCORES_FILE, save_scores
 
 SUMMARY_COLUMNS = {"macro_auc": "macro AUC", "micro_auc": "micro AUC", "micro_f1": "micro F1",
                    "macro_f1": "macro F1", "mean_expected_accuracy": "mean exp. accuracy",
@@ -184,7 +185,8 @@ def _summary_json(result: StudyResult, command: str | None) -> dict:
         }
     return {"name": result.config.name, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "seed": result.config.seed, "data": result.data, "load_seconds": result.load_seconds,
-            "models": models, "versions": _versions(), "git_commit": _git_commit(),
+            "models": models, "comparison": result.comparison.summary() if result.comparison else None,
+            "versions": _versions(), "git_commit": _git_commit(),
             "command": command or " ".join(sys.argv), "config": config_dict(result.config)}
 
 
@@ -200,6 +202,25 @@ def _largest_differences(result: StudyResult, n: int) -> pd.DataFrame:
     table = table.dropna(subset=["difference"])
     order = table["difference"].abs().sort_values(ascending=False).index[:n]
     return table.loc[order].set_index("category")
+
+
+def comparison_markdown(comparison, top: int = 10) -> str:
+    """The paired comparison as a report section."""
+    counts, sign = comparison.counts(), comparison.sign
+    table = comparison.table.dropna(subset=["p_value"]).sort_values("p_value").head(top)
+    shown = table[["category", "name", "train_pos", "auc_a", "auc_b", "difference", "p_value", "p_holm"]]
+    return "\n".join([
+        f"## Paired comparison: {comparison.label_a} (a) against {comparison.label_b} (b)", "",
+        "DeLong's test of the AUC difference per category, p-values Holm-corrected over the "
+        f"{len(comparison.table) - counts['not_testable']} testable categories; sign test over the raw "
+        "differences (Yang & Liu 1999).", "",
+        f"- a significantly higher: {counts['a_significantly_better']}; b significantly higher: "
+        f"{counts['b_significantly_better']}; no significant difference: {counts['no_significant_difference']}; "
+        f"not testable: {counts['not_testable']} (at {comparison.alpha:g} after Holm)",
+        f"- sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, "
+        f"p = {sign.p_value:.3g}", "",
+        f"Most significant categories (`comparison.csv` has all):", "",
+        _markdown_table(shown.set_index("category")), ""])
 
 
 def _report_markdown(result: StudyResult, summary: dict, plot_files: list[Path]) -> str:
@@ -224,6 +245,8 @@ def _report_markdown(result: StudyResult, summary: dict, plot_files: list[Path])
             lines.append(f"- {run.label}: {len(info['untrainable_categories'])} categories had no "
                          f"positive (or no negative) training document and score by their prior only: "
                          f"{', '.join(info['untrainable_categories'])}")
+    if result.comparison is not None:
+        lines += ["", comparison_markdown(result.comparison, result.config.report.top_differences)]
     differences = _largest_differences(result, result.config.report.top_differences)
     if len(differences):
         lines += ["", "## Categories where the models differ most (AUC)", "",
@@ -247,6 +270,14 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
         roc, lift = _curve_frames(result)
         roc.to_csv(folder / "curves" / "roc_grid.csv", index=False)
         lift.to_csv(folder / "curves" / "lift_grid.csv", index=False)
+        pd.concat([run.evaluation.calibration.assign(model=run.key) for run in result.models]).to_csv(
+            folder / "curves" / "calibration.csv", index=False)
+        if result.comparison is not None:
+            result.comparison.table.to_csv(folder / "comparison.csv", index=False)
+        if result.config.report.save_scores:
+            save_scores(folder / SCORES_FILE, result.Y_test, {run.key: run.scores for run in result.models},
+                        {run.key: run.label for run in result.models}, result.category_names,
+                        result.train_positives)
         plot_files = []
         if result.config.report.plots:
             (folder / "plots").mkdir()
@@ -254,7 +285,11 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
             made = [plots.accuracy_per_category(result, folder / "plots" / "accuracy_per_category.png"),
                     plots.roc_for_category(result, k, folder / "plots" / f"roc_category_{k}.png"),
                     plots.lift_for_category(result, k, folder / "plots" / f"lift_category_{k}.png"),
-                    plots.auc_scatter(result, folder / "plots" / "auc_scatter.png")]
+                    plots.auc_scatter(result, folder / "plots" / "auc_scatter.png"),
+                    plots.calibration(result, folder / "plots" / "calibration.png"),
+                    plots.auc_by_frequency(result, folder / "plots" / "auc_by_frequency.png")]
+            if result.comparison is not None:
+                made.append(plots.auc_difference(result.comparison, folder / "plots" / "auc_difference.png"))
             plot_files = [p for p in made if p is not None]
         summary = _summary_json(result, command)
         (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2), encoding="utf-8")

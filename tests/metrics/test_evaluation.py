@@ -46,3 +46,16 @@ def test_shape_mismatch_is_an_error(scored):
     Y, scores = scored
     with pytest.raises(ValueError, match="shape"):
         evaluate(Y, scores[:, :3])
+
+
+def test_calibration_table_counts_every_pair():
+    Y = np.array([[1, 0], [0, 0], [1, 1], [0, 1]])
+    z = np.array([[3.0, -3.0], [-3.0, 0.1], [0.1, 3.0], [-0.1, -3.0]])
+    cal = evaluate(Y, z).calibration
+    assert cal["count"].sum() == 8
+    p = 1 / (1 + np.exp(-z))
+    top = cal.iloc[-1]  # p >= 0.9: sigmoid(3) = 0.953, twice, both positive
+    assert top["count"] == 2 and top["observed_rate"] == 1.0
+    assert top["mean_predicted"] == pytest.approx(p[p >= 0.9].mean())
+    middle = cal[(cal.lower <= 0.5) & (cal.upper > 0.5)].iloc[0]  # sigmoid(0.1) = 0.525, twice
+    assert middle["count"] == 2 and middle["observed_rate"] == 0.5

@@ -34,3 +34,22 @@ def test_binary_scoring_does_not_change_X(small_corpus):
     linear_scores(X, W, b, binary=True, kernel="scipy")
     linear_scores(X, W, b, binary=True, kernel="numba")
     np.testing.assert_array_equal(X.data, before)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_count_kernel_equals_the_sparse_product(small_corpus, binary):
+    from mlnb.models._counting import category_feature_counts
+
+    X, Y = small_corpus.X.copy(), small_corpus.Y
+    X.data[::7] = 0.0  # explicit zeros must not count as present
+    fast = category_feature_counts(Y, X, binary=binary, kernel="numba")
+    reference = category_feature_counts(Y, X, binary=binary, kernel="scipy")
+    np.testing.assert_allclose(fast, reference, rtol=1e-9)
+
+
+def test_binary_scoring_ignores_explicit_zeros(small_corpus):
+    X = small_corpus.X_test.copy()
+    X.data[::5] = 0.0
+    W, b = random_weights(X.shape[1], 4)
+    np.testing.assert_allclose(linear_scores(X, W, b, binary=True, kernel="numba"),
+                               linear_scores(X, W, b, binary=True, kernel="scipy"), rtol=1e-5, atol=1e-4)

@@ -1,0 +1,1 @@
+"""Studies built on single runs: paired comparisons, sweeps, learning curves."""
