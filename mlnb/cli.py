@@ -53,6 +53,97 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
     typer.echo(f"results: {folder}")
 
 
+@app.command()
+def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb run`."),
+            run_b: Optional[Path] = typer.Argument(None, help="A second results folder; none = compare "
+                                                   "the two models of RUN_A."),
+            model_a: str = typer.Option("lr", "--model-a", help="Model of RUN_A: 'lr' or 'nb'."),
+            model_b: Optional[str] = typer.Option(None, "--model-b", help="Model of RUN_B (default: 'nb' "
+                                                  "within one run, else the same as --model-a)."),
+            alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm."),
+            out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/compare/<timestamp>/.")) -> None:
+    """Paired per-category comparison of two models' AUCs: DeLong's test, Holm, sign test.
+
+    Both must have been evaluated on the same test documents (same data, split and seed).
+    """
+    from mlnb.report.results import write_comparison
+    from mlnb.studies.compare import compare_runs, load_run
+
+    try:
+        if not 0 < alpha < 1:
+            raise MlnbError(f"--alpha: expected a value in (0, 1), got {alpha}")
+        first = load_run(run_a)
+        second = load_run(run_b) if run_b is not None else first
+        key_b = model_b or ("nb" if run_b is None else model_a)
+        comparison = compare_runs(first, model_a, second, key_b, alpha)
+        folder = write_comparison(comparison, out, command=" ".join(["mlnb"] + sys.argv[1:]),
+                                  sources=[str(run_a)] + ([str(run_b)] if run_b else []))
+    except MlnbError as error:
+        _fail(error)
+    counts, sign = comparison.counts(), comparison.sign
+    typer.echo(f"a = {comparison.label_a}\nb = {comparison.label_b}")
+    typer.echo(f"significantly higher AUC (DeLong, Holm, alpha {alpha:g}): a in {counts['a_significantly_better']}, "
+               f"b in {counts['b_significantly_better']}; no significant difference in "
+               f"{counts['no_significant_difference']}; not testable {counts['not_testable']}")
+    typer.echo(f"sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, p = {sign.p_value:.3g}")
+    typer.echo(f"results: {folder}")
+
+
+@app.command()
+def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [sweep] section may hold the grid."),
+          param: Optional[List[str]] = typer.Option(None, "--param", help="A swept key and its values, "
+                                                    "e.g. --param lr.lrate=0.1,0.3,1 (repeatable; adds to "
+                                                    "or replaces [sweep] params)."),
+          set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+          out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-sweep/<timestamp>/."),
+          quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
+    """Grid or seeded random search over nb.* / lr.* keys, scored on a validation split of the
+    training part (never the test part); e.g. the best lrate and batch_size for category 6:
+    --param lr.lrate=0.1,0.3,1 --param lr.batch_size=100,1000 --set sweep.metric=auc --set sweep.category=6
+    """
+    from mlnb.report.results import write_sweep
+    from mlnb.studies.sweep import run_sweep
+
+    progress.enable(not quiet)
+    try:
+        study_config = load_config(config, set_ or [])
+        given = {p.split("=", 1)[0].strip(): p for p in study_config.sweep.params}
+        given.update({p.split("=", 1)[0].strip(): p for p in param or []})
+        result = run_sweep(study_config, list(given.values()))
+        folder = write_sweep(result, out)
+    except MlnbError as error:
+        _fail(error)
+    keys = list(result.grid)
+    typer.echo(result.table.sort_values(result.metric, ascending=False).to_string(index=False,
+                                                                                  float_format=lambda v: f"{v:.4f}"))
+    typer.echo("best: " + ", ".join(f"{k} = {result.best[k]}" for k in keys) +
+               f" ({result.metric} {result.best[result.metric]:.4f} on {result.n_validation} validation documents)")
+    typer.echo(f"results: {folder}")
+
+
+@app.command()
+def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] sets sizes and seeds."),
+          set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+          out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-curve/<timestamp>/."),
+          quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
+    """Learning curves: NB and LR on growing training samples (several seeds each), test macro AUC,
+    micro F1 and mean expected accuracy against training size, and where the curves cross."""
+    from mlnb.report.results import write_curve
+    from mlnb.studies.curve import CURVE_METRICS, run_curve
+
+    progress.enable(not quiet)
+    try:
+        result = run_curve(load_config(config, set_ or []))
+        folder = write_curve(result, out)
+    except MlnbError as error:
+        _fail(error)
+    means = result.table.groupby(["model", "size"])[list(CURVE_METRICS)].mean()
+    typer.echo(means.to_string(float_format=lambda v: f"{v:.4f}"))
+    for metric, sizes in result.crossings.items():
+        typer.echo(f"{metric}: " + (", ".join(f"curves cross at ~{s:,.0f}" for s in sizes) or "no crossing"))
+    typer.echo(f"results: {folder}")
+
+
 @app.command("show-config")
 def show_config(config: Optional[Path] = typer.Argument(None, help="Config file; none = the defaults."),
                 set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP)) -> None:

@@ -222,6 +222,32 @@ class ReportConfig:
     save_scores: bool = option(True, "save test scores (scores.npz) so that `mlnb compare` can pair runs")
 
 
+PER_CATEGORY_METRICS = ("auc", "expected_accuracy", "accuracy", "f1", "log_loss", "brier")
+SUMMARY_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "mean_expected_accuracy",
+                   "mean_accuracy", "mean_log_loss", "mean_brier")
+
+
+@dataclass
+class SweepConfig:
+    params: list[str] = option([], "grid: 'key=v1,v2,...' per swept nb.* or lr.* key, e.g. 'lr.lrate=0.1,0.3,1'")
+    metric: str = option("macro_auc", "what picks the best setting: a summary metric, or with category >= 0 a "
+                         "per-category one", choices=SUMMARY_METRICS + PER_CATEGORY_METRICS)
+    category: int = option(-1, "category whose metric decides; -1 = the summary metric over all", min=-1)
+    model: str = option("auto", "model whose metric decides; auto = the section of the swept keys",
+                        choices=("auto", "nb", "lr"))
+    validation_fraction: float = option(0.2, "share of the training part held out to score settings "
+                                        "(the test part is never used)", min=0, max=1, exclusive_min=True,
+                                        exclusive_max=True)
+    random_samples: int = option(0, "try this many seeded random settings of the grid; 0 = all", min=0)
+
+
+@dataclass
+class CurveConfig:
+    sizes: list[int] = option([], "training sizes; empty = 8 log-spaced sizes from 100 to all training documents",
+                              min=1)
+    seeds: int = option(3, "training samples (seeds) per size", min=1)
+
+
 @dataclass
 class StudyConfig:
     name: str = option("", "name of the study; empty = the config file's name")
@@ -232,6 +258,8 @@ class StudyConfig:
     lr: LogisticConfig = section(LogisticConfig)
     eval: EvalConfig = section(EvalConfig)
     report: ReportConfig = section(ReportConfig)
+    sweep: SweepConfig = section(SweepConfig)
+    curve: CurveConfig = section(CurveConfig)
 
 
 # -- loading and validation -------------------------------------------------------------------
@@ -365,3 +393,19 @@ def dump_toml(config, prefix: str = "") -> str:
 
 def config_dict(config) -> dict:
     return dataclasses.asdict(config)
+
+
+def with_overrides(config: StudyConfig, overrides: list[str], origin: str = "--set") -> StudyConfig:
+    """A copy of ``config`` with 'key=value' overrides, validated like a file."""
+    table = config_dict(config)
+    overridden = set()
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = table
+        for part in keys[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise MlnbError(f"{origin} {text!r}: '{part}' is not a section")
+        node[keys[-1]] = value
+        overridden.add(".".join(keys))
+    return _build(StudyConfig, table, "", origin, overridden)

@@ -1,9 +1,10 @@
 """One model's scores against the truth: every metric for every category.
 
 ``evaluate`` is the single entry point the study uses. It works one category
-at a time — one sort of that category's scores gives its exact ROC, AUC, ROC
-and gains grids, and the threshold and probability metrics come from the same
-column — on every core, so the only full-size arrays are the inputs.
+at a time for the rank metrics — one sort of that category's scores gives its
+exact ROC, AUC, ROC and gains grids — on every core, while the threshold and
+probability metrics come from one pass over the score matrix
+(``_pointwise``); the only full-size arrays are the inputs.
 
 Macro averages are taken over the *evaluable* categories only, those with at
 least one positive and one negative test document (AUC is undefined
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.special import expit
 
 from mlnb import progress
+from mlnb.metrics._pointwise import pointwise_sums
 from mlnb.metrics.classification import logit
 from mlnb.metrics.ranking import (RankCurve, auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
                                   rank_curve, roc_lift, roc_on_grid)
@@ -81,46 +82,12 @@ def _label_columns(Y_true, n: int, K: int):
     return lambda k: Y[:, k].astype(bool)
 
 
-def _one_category(y: np.ndarray, z: np.ndarray, cut: float, grid: np.ndarray, keep_curve: bool):
-    """Every per-category metric from one column of labels and scores (z: log-odds).
-
-    Elementwise work stays in the scores' precision (float32 at scale); every sum
-    accumulates in float64.
-    """
-    n = y.size
-    predicted = z >= cut
-    tp = int(np.count_nonzero(predicted & y))
-    n_pos = int(np.count_nonzero(y))
-    fp = int(np.count_nonzero(predicted)) - tp
-    fn = n_pos - tp
-    p = expit(z)
-    positive_p, negative_p = p[y], p[~y]
-    zero = z.dtype.type(0)
-    row = {
-        "n_pos": n_pos, "n_neg": n - n_pos, "prevalence": n_pos / n,
-        # mean of p·y + (1 − p)(1 − y)
-        "expected_accuracy": (positive_p.sum(dtype=np.float64) + (1 - negative_p).sum(dtype=np.float64)) / n,
-        "accuracy": (n - fp - fn) / n,
-        "precision": tp / (tp + fp) if tp + fp else 0.0,
-        "recall": tp / (tp + fn) if tp + fn else 0.0,
-        "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
-        # −log σ(z) = softplus(−z), finite for any z
-        "log_loss": (np.logaddexp(zero, -z[y]).sum(dtype=np.float64)
-                     + np.logaddexp(zero, z[~y]).sum(dtype=np.float64)) / n,
-        "brier": (np.square(1 - positive_p).sum(dtype=np.float64)
-                  + np.square(negative_p).sum(dtype=np.float64)) / n,
-        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn,
-    }
+def _rank_part(y: np.ndarray, z: np.ndarray, grid: np.ndarray, keep_curve: bool):
+    """AUC, ROC and gains on the grid from one sort of a category's scores."""
     curve = rank_curve(y, z)
-    row["auc"] = auc_from_curve(curve)
-    # reliability: per probability bin, how many pairs, their summed p and summed y
-    bins = np.minimum((p * CALIBRATION_BINS).astype(np.int64), CALIBRATION_BINS - 1)
-    reliability = np.vstack([np.bincount(bins, minlength=CALIBRATION_BINS),
-                             np.bincount(bins, weights=p, minlength=CALIBRATION_BINS),
-                             np.bincount(bins[y], minlength=CALIBRATION_BINS)])
     # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
-    return (row, roc_on_grid(curve, grid), gains_on_grid(curve, grid), curve if keep_curve else None,
-            reliability)
+    return auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid), \
+        curve if keep_curve else None
 
 
 def micro_auc(Y_true, scores: np.ndarray) -> float:
@@ -154,30 +121,39 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     cut, grid = logit(threshold), fpr_grid(roc_points)
 
     def work(k: int):
-        return _one_category(column(k), np.ascontiguousarray(scores[:, k]), cut, grid, k in keep)
+        return _rank_part(column(k), np.ascontiguousarray(scores[:, k]), grid, k in keep)
 
     with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
-        results = list(progress.track(pool.map(work, range(K)), total=K, description="metrics per category"))
-    rows = [r[0] for r in results]
-    table = pd.DataFrame(rows)
-    table.insert(0, "category", np.arange(K))
-    table.insert(1, "name", names)
-    table = table.reindex(columns=PER_CATEGORY_COLUMNS)
-    roc_tpr = np.vstack([r[1] for r in results]) if K else np.empty((0, grid.size))
-    gains = np.vstack([r[2] for r in results]) if K else np.empty((0, grid.size))
-    curves = {k: results[k][3] for k in sorted(keep) if k < K}
-    n_pos = table["n_pos"].to_numpy()
+        pooled_auc = pool.submit(micro_auc, Y_true, scores)  # alongside the categories
+        sums, reliability = pointwise_sums(Y_true, scores, cut, CALIBRATION_BINS)
+        ranked = list(progress.track(pool.map(work, range(K)), total=K, description="ROC / lift per category"))
+        micro = pooled_auc.result()
+    tp, predicted, n_pos = (sums[f].astype(np.int64) for f in ("tp", "predicted", "positives"))
+    fp, fn = predicted - tp, n_pos - tp
+    table = pd.DataFrame({
+        "category": np.arange(K), "name": names, "n_pos": n_pos, "n_neg": n - n_pos, "prevalence": n_pos / n,
+        "auc": [r[0] for r in ranked], "expected_accuracy": sums["expected"] / n,
+        "accuracy": (n - fp - fn) / n, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
+        "f1": _ratio(2 * tp, 2 * tp + fp + fn), "log_loss": sums["log_loss"] / n, "brier": sums["brier"] / n,
+        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn}, columns=PER_CATEGORY_COLUMNS)
+    roc_tpr = np.vstack([r[1] for r in ranked]) if K else np.empty((0, grid.size))
+    gains = np.vstack([r[2] for r in ranked]) if K else np.empty((0, grid.size))
+    curves = {k: ranked[k][3] for k in sorted(keep) if k < K}
     evaluable = (n_pos > 0) & (n_pos < n)
-    summary = _summary(table, evaluable, micro_auc(Y_true, scores))
-    return Evaluation(per_category=table, summary=summary, grid=grid, roc_tpr=roc_tpr, gains=gains,
-                      curves=curves, excluded=np.flatnonzero(~evaluable),
-                      calibration=_calibration_table(sum(r[4] for r in results)))
+    return Evaluation(per_category=table, summary=_summary(table, evaluable, micro), grid=grid, roc_tpr=roc_tpr,
+                      gains=gains, curves=curves, excluded=np.flatnonzero(~evaluable),
+                      calibration=_calibration_table(reliability))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, 0 where den is 0 (scikit-learn's zero_division=0)."""
+    return np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
 
 
 def _calibration_table(reliability) -> pd.DataFrame:
     """(3, B) summed [count, Σp, Σy] per bin -> one row per bin of predicted probability."""
     edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)
-    counts, sum_p, sum_y = (np.zeros(CALIBRATION_BINS),) * 3 if np.isscalar(reliability) else reliability
+    counts, sum_p, sum_y = reliability
     with np.errstate(invalid="ignore", divide="ignore"):
         return pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": counts.astype(np.int64),
                              "mean_predicted": np.where(counts > 0, sum_p / counts, np.nan),

@@ -64,23 +64,30 @@ class RankCurve:
 
 
 def rank_curve(y_true, scores) -> RankCurve:
-    """The cumulative counts of one category: one stable sort, no Python loop."""
+    """The cumulative counts of one category, without a Python loop.
+
+    Sorting values is several times faster than ``argsort``, so: sort all
+    scores (descending) to find the distinct thresholds and how many documents
+    score ≥ each, sort the positives' scores alone, and count the positives
+    ≥ each threshold by binary search; the negatives are the rest.
+    """
     y = np.asarray(y_true).ravel().astype(bool)
     s = np.asarray(scores).ravel()
     if y.shape != s.shape:
         raise ValueError(f"y_true has {y.size} values but scores has {s.size}")
     if np.isnan(s).any():
         raise ValueError("scores contain NaN")
-    order = np.argsort(-s)  # ties are grouped below, so the (faster) unstable sort is fine
-    s_sorted, y_sorted = s[order], y[order]
-    tp = np.cumsum(y_sorted, dtype=np.int64)
-    fp = np.arange(1, s.size + 1, dtype=np.int64) - tp
+    s_sorted = np.sort(s)[::-1]  # descending
+    positives = np.sort(s[y])
     # != rather than diff: inf − inf is NaN, which would split a tie of infinities
     last_of_tie = np.flatnonzero(s_sorted[1:] != s_sorted[:-1])
     ends = np.r_[last_of_tie, s.size - 1] if s.size else last_of_tie
-    return RankCurve(thresholds=np.r_[np.inf, s_sorted[ends]],
-                     tp=np.r_[0, tp[ends]], fp=np.r_[0, fp[ends]],
-                     n_pos=int(y.sum()), n_neg=int(y.size - y.sum()))
+    thresholds = s_sorted[ends]
+    at_or_above = ends + 1  # documents scored >= each threshold
+    tp = positives.size - np.searchsorted(positives, thresholds, side="left")
+    return RankCurve(thresholds=np.r_[np.inf, thresholds], tp=np.r_[0, tp].astype(np.int64),
+                     fp=np.r_[0, at_or_above - tp].astype(np.int64),
+                     n_pos=int(positives.size), n_neg=int(y.size - positives.size))
 
 
 def auc_from_curve(curve: RankCurve) -> float:

@@ -37,6 +37,27 @@ if HAVE_NUMBA:
                         row[indices[p]] += data[p]
 
 
+if HAVE_NUMBA:
+
+    @njit(cache=True)
+    def _totals(indices, data, binary, t):
+        for p in range(indices.size):
+            if binary:
+                t[indices[p]] += 1.0 if data[p] > 0 else 0.0
+            else:
+                t[indices[p]] += data[p]
+
+
+def feature_totals(X: sp.csr_matrix, binary: bool = False) -> np.ndarray:
+    """t = 1ᵀ·X (or 1ᵀ·[X > 0]) as float64 (V,), without a float64 copy of X's values."""
+    t = np.zeros(X.shape[1], dtype=np.float64)
+    if HAVE_NUMBA:
+        _totals(X.indices, X.data, binary, t)
+        return t
+    weights = (X.data > 0) if binary else X.data
+    return np.bincount(X.indices, weights=weights.astype(np.float64), minlength=X.shape[1])
+
+
 def category_feature_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = False,
                             kernel: str = "auto") -> np.ndarray:
     """F = Yᵀ·X as a dense float64 (K × V) array; ``binary`` uses [X > 0] for X."""

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from mlnb.errors import MlnbError
-from mlnb.models._counting import category_feature_counts
+from mlnb.models._counting import category_feature_counts, feature_totals
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
 
 EVENT_MODELS = ("multinomial", "bernoulli")
@@ -158,8 +158,7 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         """
         presence = self._scores_presence
         self.feature_count_ += category_feature_counts(Y, X, binary=presence)  # (K, V)
-        weights = (X.data > 0).astype(np.float64) if presence else X.data.astype(np.float64)
-        self.feature_total_ += np.bincount(X.indices, weights=weights, minlength=X.shape[1])
+        self.feature_total_ += feature_totals(X, binary=presence)  # (V,)
         self.class_count_ += np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()
         self.n_documents_ += X.shape[0]
 

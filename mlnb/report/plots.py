@@ -198,3 +198,69 @@ def auc_difference(comparison, path: Path) -> Path:
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def sweep_plot(sweep, path: Path) -> Path | None:
+    """Heatmap of the metric for a two-key grid; a line for a one-key grid; None otherwise."""
+    keys = list(sweep.grid)
+    metric = sweep.metric
+    what = metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
+    if len(keys) == 1:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        table = sweep.table.sort_values(keys[0])
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in table[keys[0]])
+        x = table[keys[0]] if numeric else np.arange(len(table))
+        ax.plot(x, table[metric], "-o", color="tab:blue")
+        if numeric and min(table[keys[0]]) > 0 and max(table[keys[0]]) / min(table[keys[0]]) > 20:
+            ax.set_xscale("log")
+        if not numeric:
+            ax.set_xticks(x)
+            ax.set_xticklabels(table[keys[0]])
+        ax.set_xlabel(keys[0])
+        ax.set_ylabel(f"validation {what}")
+        ax.grid(alpha=0.3)
+    elif len(keys) == 2:
+        pivot = sweep.table.pivot_table(index=keys[0], columns=keys[1], values=metric)
+        fig, ax = plt.subplots(figsize=(1.2 * len(pivot.columns) + 3, 0.6 * len(pivot.index) + 2.5))
+        image = ax.imshow(pivot.to_numpy(), cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(pivot.columns)))
+        ax.set_xticklabels([f"{c:g}" if isinstance(c, float) else str(c) for c in pivot.columns])
+        ax.set_yticks(range(len(pivot.index)))
+        ax.set_yticklabels([f"{c:g}" if isinstance(c, float) else str(c) for c in pivot.index])
+        ax.set_xlabel(keys[1])
+        ax.set_ylabel(keys[0])
+        values = pivot.to_numpy()
+        for (i, j), value in np.ndenumerate(values):
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.4f}", ha="center", va="center", fontsize=8,
+                        color="white" if value < np.nanmean(values) else "black")
+        fig.colorbar(image, ax=ax, label=f"validation {what}")
+    else:
+        return None
+    ax.set_title(f"sweep of {sweep.model.upper()}: best {metric} {sweep.best[metric]:.4f} at "
+                 + ", ".join(f"{k}={sweep.best[k]}" for k in keys), fontsize=9)
+    return _save(fig, path)
+
+
+def learning_curve(curve, metric: str, path: Path) -> Path:
+    """Mean test metric over seeds against training size (log), min–max band, crossings marked."""
+    from mlnb.study import MODEL_COLORS
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    grouped = curve.table.groupby(["model", "size"])[metric].agg(["mean", "min", "max"]).reset_index()
+    for key, part in grouped.groupby("model"):
+        color = MODEL_COLORS.get(key, "black")
+        ax.plot(part["size"], part["mean"], "-o", ms=4, color=color, label=curve.labels.get(key, key))
+        ax.fill_between(part["size"], part["min"], part["max"], color=color, alpha=0.2)
+    for size in curve.crossings.get(metric, []):
+        ax.axvline(size, ls=":", color="black", lw=1)
+        ax.annotate(f"curves cross at ~{size:,.0f}", (size, ax.get_ylim()[0]), xytext=(4, 8),
+                    textcoords="offset points", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("training documents (log scale)")
+    ax.set_ylabel(f"test {metric}")
+    seeds = curve.table["seed"].nunique()
+    ax.set_title(f"Learning curve: mean over {seeds} seeds, band = min..max", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)

@@ -308,3 +308,72 @@ def _json_safe(value):
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value
+
+
+def write_comparison(comparison, root: str | Path = "results", command: str | None = None,
+                     sources: list[str] = ()) -> Path:
+    """A results folder for `mlnb compare`: comparison.csv, summary.json, the plot, report.md."""
+    with _atomic_folder(Path(root), "compare") as staging:
+        folder = staging.path
+        comparison.table.to_csv(folder / "comparison.csv", index=False)
+        (folder / "plots").mkdir()
+        plots.auc_difference(comparison, folder / "plots" / "auc_difference.png")
+        summary = {**comparison.summary(), "runs": list(sources), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                   "versions": _versions(), "git_commit": _git_commit(), "command": command or " ".join(sys.argv)}
+        (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2), encoding="utf-8")
+        (folder / "report.md").write_text(
+            f"# mlnb compare\n\nRuns: {', '.join(sources)}\n\n" + comparison_markdown(comparison) +
+            "\n![auc_difference](plots/auc_difference.png)\n", encoding="utf-8")
+    return staging.final
+
+
+def _write_study_folder(root, name: str, files: dict, summary: dict, report: str, plot_makers: list) -> Path:
+    """A results folder with CSV tables, plots made by ``plot_makers`` (path -> Path | None), JSON, report."""
+    with _atomic_folder(Path(root), name) as staging:
+        folder = staging.path
+        for filename, frame in files.items():
+            frame.to_csv(folder / filename, index=False)
+        (folder / "plots").mkdir()
+        made = [p for p in (make(folder / "plots" / filename) for filename, make in plot_makers) if p is not None]
+        summary = {**summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": _versions(),
+                   "git_commit": _git_commit(), "command": " ".join(["mlnb"] + sys.argv[1:])}
+        (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2), encoding="utf-8")
+        (folder / "report.md").write_text(report + "\n" + "\n".join(f"![{p.stem}](plots/{p.name})" for p in made)
+                                          + "\n", encoding="utf-8")
+    return staging.final
+
+
+def write_sweep(sweep, root: str | Path = "results") -> Path:
+    keys = list(sweep.grid)
+    what = sweep.metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
+    table = sweep.table.sort_values(sweep.metric, ascending=sweep.metric in ("log_loss", "brier",
+                                                                             "mean_log_loss", "mean_brier"))
+    report = "\n".join([
+        f"# mlnb sweep: {sweep.config.name}", "",
+        f"{sweep.model.upper()} over {', '.join(keys)}; validation {what} on {sweep.n_validation} documents "
+        f"carved from the training part ({sweep.n_fit} fit the models); the test part is not used.", "",
+        f"**Best:** " + ", ".join(f"`{k} = {sweep.best[k]}`" for k in keys) + f": {what} {sweep.best[sweep.metric]:.4f}",
+        "", _markdown_table(table.set_index(keys[0])), ""])
+    summary = {"name": sweep.config.name, "model": sweep.model, "metric": sweep.metric, "category": sweep.category,
+               "grid": sweep.grid, "best": sweep.best, "n_fit": sweep.n_fit, "n_validation": sweep.n_validation,
+               "seed": sweep.config.seed, "config": config_dict(sweep.config)}
+    return _write_study_folder(root, f"{sweep.config.name}-sweep", {"sweep.csv": sweep.table}, summary, report,
+                               [("sweep.png", lambda path: plots.sweep_plot(sweep, path))])
+
+
+def write_curve(curve, root: str | Path = "results") -> Path:
+    from mlnb.studies.curve import CURVE_METRICS
+
+    means = curve.table.groupby(["model", "size"])[list(CURVE_METRICS)].mean().reset_index()
+    lines = [f"# mlnb learning curve: {curve.config.name}", "",
+             f"Mean test metrics over {curve.table['seed'].nunique()} training samples per size.", "",
+             _markdown_table(means.set_index("model")), "", "Where the mean curves of LR and NB cross:", ""]
+    for metric, sizes in curve.crossings.items():
+        lines.append(f"- {metric}: " + (", ".join(f"~{s:,.0f} training documents" for s in sizes) if sizes
+                                         else "they do not cross in this range"))
+    summary = {"name": curve.config.name, "crossings": curve.crossings, "seed": curve.config.seed,
+               "config": config_dict(curve.config)}
+    return _write_study_folder(root, f"{curve.config.name}-curve", {"curve.csv": curve.table}, summary,
+                               "\n".join(lines) + "\n",
+                               [(f"curve_{m}.png", (lambda path, m=m: plots.learning_curve(curve, m, path)))
+                                for m in CURVE_METRICS])

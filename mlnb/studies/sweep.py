@@ -1,0 +1,133 @@
+"""Grid (or seeded random) search over nb.* / lr.* keys, scored on a validation split.
+
+The validation documents are carved, with the run's seed, from the *training*
+part; the test part is never read. Each setting is a copy of the study config
+with the setting's keys overridden (validated like any config), its model
+fitted on the rest of the training part and scored on the validation part.
+The best setting maximises the chosen metric (minimises it for log loss and
+Brier), either a summary metric over all categories or one category's metric
+(the RCV1 tutorial asks for the best learning rate and batch size for
+category 6).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from mlnb import progress
+from mlnb.config import PER_CATEGORY_METRICS, StudyConfig, parse_override, with_overrides
+from mlnb.data.dataset import Dataset
+from mlnb.errors import MlnbError
+from mlnb.features import FeatureTransform
+from mlnb.metrics.evaluation import evaluate
+from mlnb.study import build_models, prepare_data
+
+LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier")
+
+
+def parse_params(texts: list[str]) -> dict[str, list]:
+    """['lr.lrate=0.1,0.3'] -> {'lr.lrate': [0.1, 0.3]} (each value read as TOML, else a string)."""
+    grid: dict[str, list] = {}
+    for text in texts:
+        key, sep, values = text.partition("=")
+        key = key.strip()
+        if not sep or not values.strip():
+            raise MlnbError(f"sweep.params {text!r}: expected 'key=v1,v2,...', e.g. 'lr.lrate=0.1,0.3,1'")
+        if key.split(".")[0] not in ("nb", "lr"):
+            raise MlnbError(f"sweep.params {text!r}: only nb.* and lr.* keys can be swept (data and "
+                            "features stay fixed so that settings are compared on the same documents)")
+        grid[key] = [parse_override(f"{key}={v.strip()}")[1] for v in values.split(",")]
+    if not grid:
+        raise MlnbError("sweep.params: nothing to sweep; give e.g. --param lr.lrate=0.1,0.3,1")
+    return grid
+
+
+@dataclass
+class SweepResult:
+    config: StudyConfig
+    grid: dict
+    model: str
+    metric: str
+    category: int
+    table: pd.DataFrame  # one row per setting: the swept values, the metric, timings
+    best: dict  # the best row
+    n_fit: int
+    n_validation: int
+
+
+def _settings(grid: dict, samples: int, seed: int) -> list[dict]:
+    everything = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    if samples and samples < len(everything):
+        chosen = np.random.default_rng([seed, 3]).choice(len(everything), size=samples, replace=False)
+        everything = [everything[i] for i in sorted(chosen)]
+    return everything
+
+
+def validation_split(dataset: Dataset, fraction: float, seed: int) -> Dataset:
+    """Training rows only: fit on (1 − fraction) of them, validate on the rest."""
+    rows = np.random.default_rng([seed, 4]).permutation(dataset.train_index)
+    n_validation = int(round(fraction * rows.size))
+    if n_validation < 1 or n_validation >= rows.size:
+        raise MlnbError(f"sweep.validation_fraction = {fraction} leaves no fitting or no validation documents "
+                        f"out of {rows.size} training documents")
+    return replace(dataset, train_index=np.sort(rows[n_validation:]), test_index=np.sort(rows[:n_validation]))
+
+
+def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = None) -> SweepResult:
+    """Score every setting of the grid on the validation split; ``dataset`` defaults to the config's."""
+    s = config.sweep
+    grid = parse_params(params)
+    sections = {key.split(".")[0] for key in grid}
+    model = s.model if s.model != "auto" else (sections.pop() if len(sections) == 1 else None)
+    if model is None:
+        raise MlnbError("sweep.model: the grid mixes nb.* and lr.* keys; say which model decides (nb or lr)")
+    per_category = s.metric in PER_CATEGORY_METRICS
+    if per_category != (s.category >= 0):
+        raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = {s.category}: a per-category metric "
+                        f"({', '.join(PER_CATEGORY_METRICS)}) needs a category >= 0, a summary metric needs -1")
+    if dataset is None:
+        dataset, _ = prepare_data(config)
+    if s.category >= dataset.n_categories:
+        raise MlnbError(f"sweep.category = {s.category} is out of range: the data has {dataset.n_categories} categories")
+    split = validation_split(dataset, s.validation_fraction, config.seed)
+    features = FeatureTransform(config.features.transform, config.features.min_df, config.features.max_features)
+    features.fit(split.X_train)
+    X_fit, Y_fit = features.transform(split.X_train), split.Y_train
+    X_val, Y_val = features.transform(split.X_test), split.Y_test
+    rows = []
+    settings = _settings(grid, s.random_samples, config.seed)
+    for setting in progress.track(settings, total=len(settings), description="sweep settings"):
+        overrides = [f"{key}={_toml(value)}" for key, value in setting.items()]
+        setting_config = with_overrides(config, overrides, origin="sweep.params")
+        label, estimator = build_models(replace(setting_config, nb=replace(setting_config.nb, enabled=model == "nb"),
+                                                lr=replace(setting_config.lr, enabled=model == "lr")))[model]
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.fit(X_fit, Y_fit)
+        seconds = time.perf_counter() - started
+        evaluation = evaluate(Y_val, estimator.decision_function(X_val), dataset.category_names,
+                              config.eval.threshold, config.eval.roc_points, curve_categories=[])
+        value = (evaluation.per_category[s.metric][s.category] if per_category else evaluation.summary[s.metric])
+        rows.append({**setting, s.metric: float(value), "macro_auc": evaluation.summary["macro_auc"],
+                     "micro_f1": evaluation.summary["micro_f1"], "fit_seconds": seconds})
+    table = pd.DataFrame(rows)
+    if s.metric not in table or table[s.metric].isna().all():
+        raise MlnbError(f"sweep.metric = {s.metric!r} is undefined on the validation split (category "
+                        f"{s.category} has no positive or no negative validation document?)")
+    order = table[s.metric].sort_values(ascending=s.metric in LOWER_IS_BETTER, na_position="last").index
+    return SweepResult(config=config, grid=grid, model=model, metric=s.metric, category=s.category,
+                       table=table, best=table.loc[order[0]].to_dict(), n_fit=int(X_fit.shape[0]),
+                       n_validation=int(X_val.shape[0]))
+
+
+def _toml(value) -> str:
+    from mlnb.config import _toml_value
+
+    return _toml_value(value)

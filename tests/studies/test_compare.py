@@ -1,0 +1,51 @@
+"""`mlnb compare` and the in-run comparison: DeLong per category, Holm, sign test."""
+
+import json
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from mlnb.cli import app
+
+SMALL = ["--set", "data.synthetic.n_documents=3000", "--set", "data.synthetic.n_features=2000", "--quiet"]
+
+
+def run(tmp_path, *extra):
+    result = CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path), *SMALL, *extra])
+    assert result.exit_code == 0, result.output
+    return sorted((tmp_path / "quickstart").iterdir())[-1]
+
+
+def test_run_includes_a_paired_comparison(tmp_path):
+    folder = run(tmp_path)
+    table = pd.read_csv(folder / "comparison.csv")
+    summary = json.loads((folder / "summary.json").read_text())["comparison"]
+    assert len(table) == 103
+    defined = table["p_value"].notna()
+    assert (table.loc[defined, "p_holm"] >= table.loc[defined, "p_value"]).all()
+    counts = [summary[k] for k in ("a_significantly_better", "b_significantly_better",
+                                   "no_significant_difference", "not_testable")]
+    assert sum(counts) == 103
+    assert (folder / "plots" / "auc_difference.png").is_file() and (folder / "scores.npz").is_file()
+
+
+def test_compare_two_runs_and_within_one(tmp_path):
+    first = run(tmp_path / "a")
+    second = run(tmp_path / "b", "--set", "lr.lrate=0.05")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["compare", str(first), str(second), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "sign test" in result.output
+    (folder,) = (out / "compare").iterdir()
+    assert (folder / "comparison.csv").is_file() and (folder / "plots" / "auc_difference.png").is_file()
+    within = CliRunner().invoke(app, ["compare", str(first), "--out", str(out)])
+    assert within.exit_code == 0, within.output
+
+
+def test_compare_refuses_different_test_documents(tmp_path):
+    first = run(tmp_path / "a")
+    other = run(tmp_path / "b", "--set", "seed=5")
+    result = CliRunner().invoke(app, ["compare", str(first), str(other), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "different test documents" in result.output
+    missing = CliRunner().invoke(app, ["compare", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "no such results folder" in missing.output

@@ -1,0 +1,68 @@
+"""Sweeps score settings on a validation split of the training part and never read the test part."""
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from mlnb import MlnbError
+from mlnb.cli import app
+from mlnb.config import load_config
+from mlnb.data.dataset import Dataset
+from mlnb.studies.sweep import parse_params, run_sweep, validation_split
+
+SMALL = ["data.synthetic.n_documents=2500", "data.synthetic.n_features=1500", "data.synthetic.n_categories=12"]
+
+
+def test_parse_params():
+    assert parse_params(["lr.lrate=0.1, 0.3", "nb.event_model=multinomial,bernoulli"]) == {
+        "lr.lrate": [0.1, 0.3], "nb.event_model": ["multinomial", "bernoulli"]}
+    with pytest.raises(MlnbError, match="only nb.\\* and lr.\\* keys"):
+        parse_params(["data.test_fraction=0.1,0.2"])
+    with pytest.raises(MlnbError, match="expected 'key=v1,v2,...'"):
+        parse_params(["lr.lrate"])
+
+
+def test_sweep_never_reads_the_test_part(small_corpus):
+    """NaN in every test document: any read of the test part would fail loudly."""
+    X = small_corpus.X.copy()
+    test_rows = np.isin(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), small_corpus.test_index)
+    X.data[test_rows] = np.nan
+    poisoned = Dataset(X=X, Y=small_corpus.Y, category_names=small_corpus.category_names,
+                       train_index=small_corpus.train_index, test_index=small_corpus.test_index)
+    config = load_config(None, ["sweep.metric=auc", "sweep.category=0"])
+    result = run_sweep(config, ["nb.alpha=0.1,1.0", "nb.event_model=multinomial,bernoulli"], dataset=poisoned)
+    assert len(result.table) == 4 and result.model == "nb"
+    assert result.best["auc"] == result.table["auc"].max()
+    assert result.n_fit + result.n_validation == small_corpus.train_index.size
+
+
+def test_validation_split_is_inside_the_training_part(small_corpus):
+    split = validation_split(small_corpus, 0.25, seed=3)
+    assert set(split.test_index) | set(split.train_index) == set(small_corpus.train_index)
+    assert not set(split.test_index) & set(small_corpus.test_index)
+
+
+def test_sweep_command_end_to_end_with_heatmap(tmp_path):
+    args = ["sweep", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet",
+            "--param", "lr.lrate=0.1,0.3", "--param", "lr.batch_size=100,500",
+            "--set", "sweep.metric=auc", "--set", "sweep.category=0"] + [a for s in SMALL for a in ("--set", s)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "quickstart-sweep").iterdir()
+    assert (folder / "sweep.csv").is_file() and (folder / "plots" / "sweep.png").is_file()
+    assert "best: lr.lrate = " in result.output
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "sweep.metric=auc"], "needs a category >= 0"),
+    (["--param", "lr.lrate=0.1", "--param", "nb.alpha=1,2"], "mixes nb.\\* and lr.\\* keys"),
+    (["--param", "lr.lrate=0,1"], "lr.lrate: expected a value > 0"),
+])
+def test_sweep_errors(tmp_path, extra, message):
+    args = ["sweep", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet"] + \
+        (extra if "--param" in extra else ["--param", "lr.lrate=0.1,0.3", *extra]) + \
+        [a for s in SMALL for a in ("--set", s)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    import re
+    assert re.search(message, result.output), result.output
