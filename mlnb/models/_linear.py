@@ -84,10 +84,12 @@ class LinearMultilabelModel:
         float64 by default, which keeps σ(z) off exact 0 down to z ≈ −745; with
         ``dtype=np.float32`` the sigmoid is applied in place, with no second matrix.
         """
-        scores = self.decision_function(X)
         if dtype == np.float32:
-            return expit(scores, out=scores)
-        return log_odds_to_proba(scores)
+            self._check_fitted()
+            X = as_csr_float32(X)
+            self._check_features(X)
+            return linear_scores(X, self.weights_, self.bias_, binary=self._scores_presence, sigmoid=True)
+        return log_odds_to_proba(self.decision_function(X))
 
     def predict(self, X, threshold: float = 0.5) -> np.ndarray:
         """0/1 predictions, shape (documents, categories): P ≥ threshold.

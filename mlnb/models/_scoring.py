@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 try:
     from numba import njit, prange
@@ -26,21 +27,26 @@ _NUMBA_MIN_WORK = 2_000_000
 if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True, fastmath=True)
-    def _csr_times_dense(indptr, indices, data, W, b, binary, out):
+    def _csr_times_dense(indptr, indices, data, W, b, binary, sigmoid, out):
         n, K = out.shape
+        one = np.float32(1.0)
         for i in prange(n):
             for k in range(K):
                 out[i, k] = b[k]
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
-                v = (np.float32(1.0) if data[p] > 0 else np.float32(0.0)) if binary else data[p]
+                v = (one if data[p] > 0 else np.float32(0.0)) if binary else data[p]
                 for k in range(K):
                     out[i, k] += v * W[j, k]
+            if sigmoid:
+                for k in range(K):
+                    out[i, k] = one / (one + np.exp(-out[i, k]))
 
 
 def linear_scores(X: sp.csr_matrix, W: np.ndarray, b: np.ndarray, binary: bool = False,
-                  kernel: str = "auto") -> np.ndarray:
-    """Z = X·W + b as float32 (n × K); ``binary`` scores [X > 0] instead of X.
+                  kernel: str = "auto", sigmoid: bool = False) -> np.ndarray:
+    """Z = X·W + b as float32 (n × K); ``binary`` scores [X > 0] instead of X; ``sigmoid``
+    returns σ(Z) instead, computed in the same pass.
 
     kernel: "numba" (all cores), "scipy" (one core) or "auto" (numba for large products).
     """
@@ -50,11 +56,11 @@ def linear_scores(X: sp.csr_matrix, W: np.ndarray, b: np.ndarray, binary: bool =
             raise ImportError("numba is not installed: use kernel = 'scipy'")
         out = np.empty((X.shape[0], W.shape[1]), dtype=np.float32)
         _csr_times_dense(X.indptr, X.indices, X.data, np.ascontiguousarray(W, dtype=np.float32),
-                         np.asarray(b, dtype=np.float32), binary, out)
+                         np.asarray(b, dtype=np.float32), binary, sigmoid, out)
         return out
     if binary:
         X = X.copy()
         X.data = (X.data > 0).astype(np.float32)
     out = np.asarray(X @ W, dtype=np.float32)  # (n, V)·(V, K) -> (n, K)
     out += b
-    return out
+    return expit(out, out=out) if sigmoid else out

@@ -67,6 +67,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     Attributes
     ----------
     weights_ : (V, K) float32,  bias_ : (K,) float32
+    untrainable_categories_ : categories without a positive (or a negative) training document
     history_ : list of dict, one per pass: training loss (mean log loss per
         document and category, before each update), held-out loss if an
         ``eval_set`` was given, seconds, documents per second, GFLOP/s.
@@ -141,6 +142,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         kernel = KERNELS[self.kernel](X, Y, batch_size)
         rng = np.random.default_rng(self.random_state)
         self.n_features_in_ = V
+        positives = np.diff(Y.tocsc().indptr)
+        # still fitted (their gradient pushes towards "never"), but listed like NB's
+        self.untrainable_categories_ = np.flatnonzero((positives == 0) | (positives == n))
         self.history_ = []
         step = 0
         adagrad = self.updater == "adagrad"

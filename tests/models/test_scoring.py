@@ -53,3 +53,13 @@ def test_binary_scoring_ignores_explicit_zeros(small_corpus):
     W, b = random_weights(X.shape[1], 4)
     np.testing.assert_allclose(linear_scores(X, W, b, binary=True, kernel="numba"),
                                linear_scores(X, W, b, binary=True, kernel="scipy"), rtol=1e-5, atol=1e-4)
+
+
+def test_fused_sigmoid_equals_sigmoid_of_scores(small_corpus):
+    from scipy.special import expit
+
+    X = small_corpus.X
+    W, b = random_weights(X.shape[1], 6)
+    for kernel in ("numba", "scipy"):
+        np.testing.assert_allclose(linear_scores(X, W, b, kernel=kernel, sigmoid=True),
+                                   expit(linear_scores(X, W, b, kernel=kernel)), rtol=1e-5, atol=1e-6)
