@@ -123,7 +123,7 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
                         f"{s.category} has no positive or no negative validation document?)")
     order = table[s.metric].sort_values(ascending=s.metric in LOWER_IS_BETTER, na_position="last").index
     return SweepResult(config=config, grid=grid, model=model, metric=s.metric, category=s.category,
-                       table=table, best=table.loc[order[0]].to_dict(), n_fit=int(X_fit.shape[0]),
+                       table=table, best=dict(rows[order[0]]), n_fit=int(X_fit.shape[0]),
                        n_validation=int(X_val.shape[0]))
 
 
