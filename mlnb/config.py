@@ -333,6 +333,21 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
+def _apply_overrides(table: dict, overrides: list[str], origin: str) -> set[str]:
+    """Write 'a.b=value' overrides into a nested table; return the dotted keys written."""
+    overridden = set()
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = table
+        for part in keys[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise MlnbError(f"{origin} {text!r}: '{part}' is not a section")
+        node[keys[-1]] = value
+        overridden.add(".".join(keys))
+    return overridden
+
+
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConfig:
     """The validated study config: defaults < TOML file < ``--set`` overrides."""
     table: dict = {}
@@ -348,16 +363,7 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
             raise MlnbError(f"{path}: not valid TOML ({error})") from None
         except UnicodeDecodeError:
             raise MlnbError(f"{path}: not a UTF-8 text file") from None
-    overridden = set()
-    for text in overrides:
-        keys, value = parse_override(text)
-        node = table
-        for part in keys[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise MlnbError(f"--set {text!r}: '{part}' is not a section")
-        node[keys[-1]] = value
-        overridden.add(".".join(keys))
+    overridden = _apply_overrides(table, overrides, "--set")
     config = _build(StudyConfig, table, "", source, overridden)
     if not config.name:
         config.name = path.stem if path is not None else "study"
@@ -398,14 +404,4 @@ def config_dict(config) -> dict:
 def with_overrides(config: StudyConfig, overrides: list[str], origin: str = "--set") -> StudyConfig:
     """A copy of ``config`` with 'key=value' overrides, validated like a file."""
     table = config_dict(config)
-    overridden = set()
-    for text in overrides:
-        keys, value = parse_override(text)
-        node = table
-        for part in keys[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise MlnbError(f"{origin} {text!r}: '{part}' is not a section")
-        node[keys[-1]] = value
-        overridden.add(".".join(keys))
-    return _build(StudyConfig, table, "", origin, overridden)
+    return _build(StudyConfig, table, "", origin, _apply_overrides(table, overrides, origin))

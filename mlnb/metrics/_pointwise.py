@@ -20,12 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-try:
-    from numba import njit, prange
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    HAVE_NUMBA = False
+from mlnb._numba import HAVE_NUMBA, njit, prange
 
 FIELDS = ("predicted", "tp", "positives", "expected", "log_loss", "brier")
 

@@ -12,12 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-try:
-    from numba import njit, prange
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    HAVE_NUMBA = False
+from mlnb._numba import HAVE_NUMBA, njit, prange
 
 _NUMBA_MIN_NNZ = 200_000
 

@@ -29,12 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-try:
-    from numba import njit, prange
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    HAVE_NUMBA = False
+from mlnb._numba import HAVE_NUMBA, njit, prange
 
 
 def _update_bias(b, Sb, D, lrate, t, adagrad, texp, vexp, eps):

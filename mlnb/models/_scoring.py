@@ -14,12 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-try:
-    from numba import njit, prange
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    HAVE_NUMBA = False
+from mlnb._numba import HAVE_NUMBA, njit, prange
 
 # below this many multiply-adds the thread start-up costs more than it saves
 _NUMBA_MIN_WORK = 2_000_000
