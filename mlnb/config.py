@@ -68,23 +68,23 @@ SPLITS = ("lyrl2004", "swapped", "random")
 
 
 @dataclass
-class Rcv1Config:
-    data_home: str = option("", "scikit-learn's data cache folder; empty = its default (~/scikit_learn_data)")
-    download_if_missing: bool = option(False, "let scikit-learn download RCV1 (~650 MB) when not cached")
-    split: str = option("lyrl2004", "'lyrl2004': first 23,149 documents train; 'swapped': train on the other "
-                        "781,265; 'random': seeded split of all", choices=SPLITS)
+class _SplitOptions:
+    split: str = option("lyrl2004", "'lyrl2004': the 23,149 LYRL2004 training documents train, the rest "
+                        "test; 'swapped': the reverse; 'random': a seeded split of all", choices=SPLITS)
     train_size: int = option(0, "random split: training documents; 0 = all not in the test part", min=0)
     test_size: int = option(0, "random split: test documents; 0 = data.test_fraction of all", min=0)
 
 
 @dataclass
-class Lyrl2004Config:
+class Rcv1Config(_SplitOptions):
+    data_home: str = option("", "scikit-learn's data cache folder; empty = its default (~/scikit_learn_data)")
+    download_if_missing: bool = option(False, "let scikit-learn download RCV1 (~650 MB) when not cached")
+
+
+@dataclass
+class Lyrl2004Config(_SplitOptions):
     folder: str = option("", "folder with lyrl2004_vectors_train.dat, lyrl2004_vectors_test_pt0..3.dat "
                          "(optionally .gz) and rcv1-v2.topics.qrels")
-    split: str = option("lyrl2004", "'lyrl2004': train file trains; 'swapped': test files train; "
-                        "'random': seeded split of all", choices=SPLITS)
-    train_size: int = option(0, "random split: training documents; 0 = all not in the test part", min=0)
-    test_size: int = option(0, "random split: test documents; 0 = data.test_fraction of all", min=0)
 
 
 @dataclass

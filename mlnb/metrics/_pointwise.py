@@ -11,7 +11,8 @@ and, pooled over all pairs, the reliability bins of p (count, Σp, Σy). The
 numba kernel reads the (n × K) scores once, row by row, in parallel over
 blocks of rows: every pair is first counted as a negative, then each
 document's few labels are corrected to positives (Y is sparse). Sums are
-float64. Without numba, the same sums come from numpy one category at a time.
+float64. Without numba, the same sums come from the matrix functions of
+``mlnb.metrics.classification`` (which the tests check against scikit-learn).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb.metrics.classification import brier_score, confusion_counts, expected_accuracy, log_loss_from_scores
 
 FIELDS = ("predicted", "tp", "positives", "expected", "log_loss", "brier")
 
@@ -65,29 +67,24 @@ if HAVE_NUMBA:
         return acc.sum(axis=0), rel.sum(axis=0)
 
 
-def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int) -> tuple[dict, np.ndarray]:
+def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba: bool = HAVE_NUMBA):
     """({field: (K,) sums}, (3, bins) reliability sums) for decision scores (n × K)."""
     n, K = scores.shape
     Y = sp.csr_matrix(Y_true)
     Y.eliminate_zeros()
-    if HAVE_NUMBA:
+    if use_numba:
         sums, reliability = _sums(np.ascontiguousarray(scores), Y.indptr, Y.indices, float(cut), bins,
                                   max(1, min(256, n // 1024)))
         return dict(zip(FIELDS, sums)), reliability
-    Yc = sp.csc_matrix(Y)  # pragma: no cover - the numpy path, one category at a time
-    sums = {f: np.zeros(K) for f in FIELDS}
-    reliability = np.zeros((3, bins))
-    for k in range(K):
-        y = np.zeros(n, dtype=bool)
-        y[Yc.indices[Yc.indptr[k]:Yc.indptr[k + 1]]] = True
-        z = scores[:, k].astype(np.float64)
-        p = expit(z)
-        predicted = z >= cut
-        sums["predicted"][k], sums["tp"][k], sums["positives"][k] = predicted.sum(), (predicted & y).sum(), y.sum()
-        sums["expected"][k] = np.where(y, p, 1 - p).sum()
-        sums["log_loss"][k] = np.where(y, np.logaddexp(0, -z), np.logaddexp(0, z)).sum()
-        sums["brier"][k] = ((p - y) ** 2).sum()
-        b = np.minimum((p * bins).astype(np.int64), bins - 1)
-        reliability += [np.bincount(b, minlength=bins), np.bincount(b, weights=p, minlength=bins),
-                        np.bincount(b[y], minlength=bins)]
-    return sums, reliability
+    # the numpy path: the same sums from the per-matrix functions of ``classification``
+    dense = Y.toarray().astype(bool)
+    z = np.asarray(scores, dtype=np.float64)
+    p = expit(z)
+    counts = confusion_counts(dense, z, threshold=float(expit(cut)))
+    sums = {"predicted": counts.tp + counts.fp, "tp": counts.tp, "positives": dense.sum(axis=0),
+            "expected": expected_accuracy(dense, p) * n, "log_loss": log_loss_from_scores(dense, z) * n,
+            "brier": brier_score(dense, p) * n}
+    b = np.minimum((p * bins).astype(np.int64), bins - 1).ravel()
+    reliability = np.vstack([np.bincount(b, minlength=bins), np.bincount(b, weights=p.ravel(), minlength=bins),
+                             np.bincount(b[dense.ravel()], minlength=bins)])
+    return {f: np.asarray(sums[f], dtype=np.float64) for f in FIELDS}, reliability

@@ -59,3 +59,14 @@ def test_calibration_table_counts_every_pair():
     assert top["mean_predicted"] == pytest.approx(p[p >= 0.9].mean())
     middle = cal[(cal.lower <= 0.5) & (cal.upper > 0.5)].iloc[0]  # sigmoid(0.1) = 0.525, twice
     assert middle["count"] == 2 and middle["observed_rate"] == 0.5
+
+
+def test_numba_and_numpy_pointwise_sums_agree(scored):
+    from mlnb.metrics._pointwise import pointwise_sums
+
+    Y, scores = scored
+    fast, fast_bins = pointwise_sums(Y, scores.astype(np.float32), 0.0, 10, use_numba=True)
+    slow, slow_bins = pointwise_sums(Y, scores.astype(np.float32), 0.0, 10, use_numba=False)
+    for field in fast:
+        np.testing.assert_allclose(fast[field], slow[field], rtol=1e-6, err_msg=field)
+    np.testing.assert_allclose(fast_bins, slow_bins, rtol=1e-6)
