@@ -297,7 +297,7 @@ def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     return value
 
 
-def _build(cls, table: dict, prefix: str, source: str, overridden: set):
+def _build(cls, table: dict, prefix: str, source: str, overridden: set, set_label: str = "--set"):
     """An instance of dataclass ``cls`` from a TOML table, validated key by key."""
     hints = get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -305,7 +305,7 @@ def _build(cls, table: dict, prefix: str, source: str, overridden: set):
     for key, value in table.items():
         dotted = f"{prefix}{key}"
         from_set = any(o == dotted or o.startswith(dotted + ".") for o in overridden)
-        origin = "--set" if from_set else source
+        origin = set_label if from_set else source
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=1)
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(fields)}"
@@ -314,7 +314,7 @@ def _build(cls, table: dict, prefix: str, source: str, overridden: set):
         if dataclasses.is_dataclass(kind):
             if not isinstance(value, dict):
                 raise MlnbError(f"{origin}: '{dotted}' must be a table ([{dotted}]), got {value!r}")
-            values[key] = _build(kind, value, f"{dotted}.", source, overridden)
+            values[key] = _build(kind, value, f"{dotted}.", source, overridden, set_label)
         else:
             values[key] = _check_value(value, kind, fields[key].metadata, f"{origin}: {dotted}")
     return cls(**values)
@@ -404,4 +404,4 @@ def config_dict(config) -> dict:
 def with_overrides(config: StudyConfig, overrides: list[str], origin: str = "--set") -> StudyConfig:
     """A copy of ``config`` with 'key=value' overrides, validated like a file."""
     table = config_dict(config)
-    return _build(StudyConfig, table, "", origin, _apply_overrides(table, overrides, origin))
+    return _build(StudyConfig, table, "", origin, _apply_overrides(table, overrides, origin), origin)

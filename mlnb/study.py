@@ -84,18 +84,18 @@ def build_models(config: StudyConfig) -> dict[str, tuple[str, object]]:
     return models
 
 
-def _fit_options(config: StudyConfig, key: str, result: StudyResult, X_test, Y_test) -> dict:
-    """Extra fit arguments: the LR engine's warm start from NB and per-pass monitoring."""
+def fit_options(config: StudyConfig, key: str, fitted_nb=None, eval_set=None) -> dict:
+    """Extra fit arguments of model ``key``: the LR engine's warm start from this run's
+    Naive Bayes (``fitted_nb``) and, with lr.monitor, per-pass held-out loss on ``eval_set``."""
     if key != "lr" or config.lr.engine != "mlnb":
         return {}
     options = {}
     if config.lr.init == "nb":
-        nb = next((run.model for run in result.models if run.key == "nb"), None)
-        if nb is None:
+        if fitted_nb is None:
             raise MlnbError("lr.init = 'nb' needs Naive Bayes in the same run (nb.enabled = true)")
-        options.update(coef_init=nb.weights_, intercept_init=nb.bias_)
-    if config.lr.monitor:
-        options["eval_set"] = (X_test, Y_test)
+        options.update(coef_init=fitted_nb.weights_, intercept_init=fitted_nb.bias_)
+    if config.lr.monitor and eval_set is not None:
+        options["eval_set"] = eval_set
     return options
 
 
@@ -131,7 +131,8 @@ def run_study(config: StudyConfig) -> StudyResult:
         t0 = time.perf_counter()
         with progress.status(f"fitting {label}"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
-            model.fit(X_train, Y_train, **_fit_options(config, key, result, X_test, Y_test))
+            nb = next((run.model for run in result.models if run.key == "nb"), None)
+            model.fit(X_train, Y_train, **fit_options(config, key, nb, (X_test, Y_test)))
         t1 = time.perf_counter()
         scores = model.decision_function(X_test)  # (n_test, K) log-odds
         t2 = time.perf_counter()

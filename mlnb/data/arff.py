@@ -268,12 +268,14 @@ def _line_of(position: int, counts: np.ndarray, numbers: np.ndarray) -> int:
 def _convert(path: Path, tokens: list[str], dtype, what: str, counts, numbers) -> np.ndarray:
     try:
         return np.array(tokens, dtype=dtype)
-    except ValueError:
+    except (ValueError, OverflowError):
         pass
     # Slow path, only for a file that is already known to be bad: find the first culprit.
     convert = int if dtype is np.int64 else float
     for position, token in enumerate(tokens):
         try:
+            if convert is int and not -2**63 <= convert(token) < 2**63:
+                raise ValueError(token)  # beyond int64: as bad as a non-number here
             convert(token)
         except ValueError:
             line = _line_of(position, counts, numbers)

@@ -64,8 +64,10 @@ def _decoded_lines(path: Path, encoding: str) -> list[str]:
     raw = path.read_bytes()
     if not raw.strip():
         raise MlnbError(f"{path}: the file is empty")
+    # utf-8-sig: a byte-order mark is not part of the first column's name
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
     try:
-        text = raw.decode(encoding)
+        text = raw.decode(codec)
     except UnicodeDecodeError as error:
         line = raw[:error.start].count(b"\n") + 1
         raise MlnbError(f"{path}:{line}: not valid {encoding} text ({error.reason}); set data.text.encoding") \
@@ -139,13 +141,16 @@ def read_text_file(path, format="auto", header=True, text_column="text", label_c
     for number, text, label in rows:
         if not isinstance(text, str):
             raise MlnbError(f"{path}:{number}: the text must be a string, got {text!r}")
-        if isinstance(label, list):
-            names = [str(x).strip() for x in label]
+        if label is None:
+            names = []
+        elif isinstance(label, list):
+            names = [str(x).strip() for x in label if x is not None]
         elif labels == "multi":
             names = [x.strip() for x in str(label).split(label_separator) if x.strip()]
         else:
             names = [str(label).strip()]
-        if labels == "single" and len(names) != 1:
+        names = [name for name in names if name]
+        if labels == "single" and len(names) > 1:
             raise MlnbError(f"{path}:{number}: expected one label (data.text.labels = 'single'), got {label!r}")
         texts.append(text)
         label_lists.append(names)

@@ -9,8 +9,8 @@ For each category k over the n documents (z = log-odds, p = σ(z), ŷ = [z ≥ c
 
 and, pooled over all pairs, the reliability bins of p (count, Σp, Σy). The
 numba kernel reads the (n × K) scores once, row by row, in parallel over
-blocks of rows: every pair is first counted as a negative, then each
-document's few labels are corrected to positives (Y is sparse). Sums are
+blocks of rows, marking each document's few labels (Y is sparse) before
+its row. Sums are
 float64. Without numba, the same sums come from the matrix functions of
 ``mlnb.metrics.classification`` (which the tests check against scikit-learn).
 """
@@ -41,36 +41,38 @@ if HAVE_NUMBA:
         for block in prange(n_blocks):
             a = acc[block]
             r = rel[block]
+            positive = np.zeros(K, dtype=np.bool_)  # this row's labels (Y is sparse)
             for i in range(block * step, min(n, (block + 1) * step)):
+                for q in range(y_indptr[i], y_indptr[i + 1]):
+                    positive[y_indices[q]] = True
                 for k in range(K):
                     z = np.float64(S[i, k])
                     p = 1.0 / (1.0 + np.exp(-z))
-                    if z >= cut:
-                        a[0, k] += 1.0
-                    a[3, k] += 1.0 - p
-                    a[4, k] += _softplus(z)
-                    a[5, k] += p * p
                     b = min(int(p * bins), bins - 1)
+                    predicted = 1.0 if z >= cut else 0.0
+                    a[0, k] += predicted
                     r[0, b] += 1.0
                     r[1, b] += p
-                for q in range(y_indptr[i], y_indptr[i + 1]):  # the labels: negative -> positive
-                    k = y_indices[q]
-                    z = np.float64(S[i, k])
-                    p = 1.0 / (1.0 + np.exp(-z))
-                    if z >= cut:
-                        a[1, k] += 1.0
-                    a[2, k] += 1.0
-                    a[3, k] += p - (1.0 - p)
-                    a[4, k] += _softplus(-z) - _softplus(z)
-                    a[5, k] += (1.0 - p) * (1.0 - p) - p * p
-                    r[2, min(int(p * bins), bins - 1)] += 1.0
+                    if positive[k]:
+                        a[1, k] += predicted
+                        a[2, k] += 1.0
+                        a[3, k] += p
+                        a[4, k] += _softplus(-z)
+                        a[5, k] += (1.0 - p) * (1.0 - p)
+                        r[2, b] += 1.0
+                    else:
+                        a[3, k] += 1.0 - p
+                        a[4, k] += _softplus(z)
+                        a[5, k] += p * p
+                for q in range(y_indptr[i], y_indptr[i + 1]):
+                    positive[y_indices[q]] = False
         return acc.sum(axis=0), rel.sum(axis=0)
 
 
 def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba: bool = HAVE_NUMBA):
     """({field: (K,) sums}, (3, bins) reliability sums) for decision scores (n × K)."""
     n, K = scores.shape
-    Y = sp.csr_matrix(Y_true)
+    Y = sp.csr_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
     Y.eliminate_zeros()
     if use_numba:
         sums, reliability = _sums(np.ascontiguousarray(scores), Y.indptr, Y.indices, float(cut), bins,

@@ -70,7 +70,7 @@ class Evaluation:
 def _label_columns(Y_true, n: int, K: int):
     """A function k -> boolean column k of Y, from sparse or dense input, without densifying Y."""
     if sp.issparse(Y_true):
-        Y = sp.csc_matrix(Y_true)
+        Y = sp.csc_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
         Y.eliminate_zeros()
 
         def column(k: int) -> np.ndarray:
@@ -112,6 +112,8 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     n_threads : categories evaluated in parallel (default: every core)
     """
     scores = np.asarray(scores)
+    if np.isnan(scores).any():
+        raise ValueError("scores contain NaN")
     if Y_true.shape != scores.shape:
         raise ValueError(f"Y_true has shape {Y_true.shape} but scores has shape {scores.shape}")
     n, K = scores.shape

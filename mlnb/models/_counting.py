@@ -58,11 +58,12 @@ def category_feature_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = F
     """F = Yᵀ·X as a dense float64 (K × V) array; ``binary`` uses [X > 0] for X."""
     use_numba = kernel == "numba" or (kernel == "auto" and HAVE_NUMBA and X.nnz >= _NUMBA_MIN_NNZ)
     if use_numba:
-        Yc = sp.csc_matrix(Y)
+        Yc = sp.csc_matrix(Y, copy=True)
+        Yc.eliminate_zeros()  # a stored 0 is not a label
         F = np.zeros((Y.shape[1], X.shape[1]), dtype=np.float64)
         _count(Yc.indptr, Yc.indices, X.indptr, X.indices, X.data, binary, F)
         return F
     if binary:
         X = X.copy()
         X.data = (X.data > 0).astype(np.float32)
-    return (Y.T @ X).toarray().astype(np.float64)  # (K, n)·(n, V) -> (K, V)
+    return (Y.T.astype(np.float64) @ X).toarray()  # (K, n)·(n, V) -> (K, V), summed in float64

@@ -9,6 +9,7 @@ raw per-category differences.
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,7 +89,14 @@ def load_run(folder) -> SavedRun:
         raise MlnbError(f"{folder}: no such results folder")
     if not path.is_file():
         raise MlnbError(f"{folder}: no {SCORES_FILE} (run with report.save_scores = true to compare later)")
-    with np.load(path) as saved:
+    try:
+        return _read_saved_run(folder, path)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        raise MlnbError(f"{path}: not a readable mlnb scores file ({type(error).__name__}: {error})") from None
+
+
+def _read_saved_run(folder: Path, path: Path) -> SavedRun:
+    with np.load(path, allow_pickle=False) as saved:
         shape = tuple(saved["labels_shape"])
         indices = saved["labels_indices"]
         Y = sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, saved["labels_indptr"]), shape=shape)

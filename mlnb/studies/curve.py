@@ -21,7 +21,7 @@ from mlnb import progress
 from mlnb.config import StudyConfig
 from mlnb.errors import MlnbError
 from mlnb.metrics.evaluation import evaluate
-from mlnb.study import build_models, prepare_data
+from mlnb.study import build_models, fit_options, prepare_data
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
 
@@ -68,11 +68,13 @@ def run_curve(config: StudyConfig) -> CurveResult:
         sample = dataset.subsample_train(size, seed=config.seed * 1_000 + seed)
         X, Y = X_all[sample.train_index], dataset.Y[sample.train_index]
         seeded = replace(config, seed=config.seed * 1_000 + seed)
-        for key, (label, model) in build_models(seeded).items():
+        fitted = {}
+        for key, (label, model) in build_models(seeded).items():  # NB first: LR may start from it
             started = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model.fit(X, Y)
+                model.fit(X, Y, **fit_options(seeded, key, fitted.get("nb")))
+            fitted[key] = model
             seconds = time.perf_counter() - started
             summary = evaluate(Y_test, model.decision_function(X_test), curve_categories=[]).summary
             rows.append({"model": key, "size": size, "seed": seed, "fit_seconds": seconds,

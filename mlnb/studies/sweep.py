@@ -26,7 +26,7 @@ from mlnb.data.dataset import Dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import evaluate
-from mlnb.study import build_models, prepare_data
+from mlnb.study import build_models, fit_options, prepare_data
 
 LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier")
 
@@ -96,35 +96,75 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     if s.category >= dataset.n_categories:
         raise MlnbError(f"sweep.category = {s.category} is out of range: the data has {dataset.n_categories} categories")
     split = validation_split(dataset, s.validation_fraction, config.seed)
+    if per_category:
+        positives = int(split.Y_test[:, s.category].sum())
+        if s.metric in ("auc",) and not 0 < positives < split.test_index.size:
+            raise MlnbError(f"sweep.category = {s.category} has {positives} positive validation documents "
+                            f"of {split.test_index.size}: its AUC is undefined there; choose another category")
+    # every setting is built (and so validated) before anything is fitted
+    settings = [(setting, with_overrides(config, [f"{k}={_toml(v)}" for k, v in setting.items()],
+                                         origin="sweep.params"))
+                for setting in _settings(grid, s.random_samples, config.seed)]
+    for _, setting_config in settings:
+        _check_keys_matter(grid, model, setting_config)
     features = FeatureTransform(config.features.transform, config.features.min_df, config.features.max_features)
     features.fit(split.X_train)
     X_fit, Y_fit = features.transform(split.X_train), split.Y_train
     X_val, Y_val = features.transform(split.X_test), split.Y_test
     rows = []
-    settings = _settings(grid, s.random_samples, config.seed)
-    for setting in progress.track(settings, total=len(settings), description="sweep settings"):
-        overrides = [f"{key}={_toml(value)}" for key, value in setting.items()]
-        setting_config = with_overrides(config, overrides, origin="sweep.params")
-        label, estimator = build_models(replace(setting_config, nb=replace(setting_config.nb, enabled=model == "nb"),
-                                                lr=replace(setting_config.lr, enabled=model == "lr")))[model]
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            estimator.fit(X_fit, Y_fit)
-        seconds = time.perf_counter() - started
+    for setting, setting_config in progress.track(settings, total=len(settings), description="sweep settings"):
+        row = {**setting, s.metric: np.nan, "macro_auc": np.nan, "micro_f1": np.nan, "fit_seconds": np.nan,
+               "error": ""}
+        try:
+            estimator, seconds = _fit_setting(setting_config, model, X_fit, Y_fit)
+        except MlnbError as error:  # e.g. a learning rate that overflows: record it, go on
+            rows.append({**row, "error": str(error)})
+            continue
         evaluation = evaluate(Y_val, estimator.decision_function(X_val), dataset.category_names,
                               config.eval.threshold, config.eval.roc_points, curve_categories=[])
         value = (evaluation.per_category[s.metric][s.category] if per_category else evaluation.summary[s.metric])
-        rows.append({**setting, s.metric: float(value), "macro_auc": evaluation.summary["macro_auc"],
+        rows.append({**row, s.metric: float(value), "macro_auc": evaluation.summary["macro_auc"],
                      "micro_f1": evaluation.summary["micro_f1"], "fit_seconds": seconds})
     table = pd.DataFrame(rows)
-    if s.metric not in table or table[s.metric].isna().all():
-        raise MlnbError(f"sweep.metric = {s.metric!r} is undefined on the validation split (category "
-                        f"{s.category} has no positive or no negative validation document?)")
+    if table[s.metric].isna().all():
+        raise MlnbError(f"sweep: no setting could be scored ({table['error'].iloc[0] or 'metric undefined'})")
     order = table[s.metric].sort_values(ascending=s.metric in LOWER_IS_BETTER, na_position="last").index
     return SweepResult(config=config, grid=grid, model=model, metric=s.metric, category=s.category,
                        table=table, best=dict(rows[order[0]]), n_fit=int(X_fit.shape[0]),
                        n_validation=int(X_val.shape[0]))
+
+
+_SKLEARN_ENGINE_KEYS = ("lr.npasses", "lr.engine", "lr.enabled")
+
+
+def _check_keys_matter(grid: dict, model: str, config: StudyConfig) -> None:
+    """Refuse a grid key that the chosen engine ignores: its rows would differ only by noise."""
+    if model != "lr":
+        return
+    for key in grid:
+        sklearn_key = key.startswith("lr.sklearn.") or key in _SKLEARN_ENGINE_KEYS
+        mlnb_key = not key.startswith("lr.sklearn.")
+        if config.lr.engine == "sklearn" and not sklearn_key:
+            raise MlnbError(f"sweep.params: {key} does nothing with lr.engine = 'sklearn' (sweep lr.sklearn.* keys)")
+        if config.lr.engine == "mlnb" and not mlnb_key:
+            raise MlnbError(f"sweep.params: {key} does nothing with lr.engine = 'mlnb'")
+        if key == "lr.lrate" and config.lr.lrate_per_category:
+            raise MlnbError("sweep.params: lr.lrate does nothing while lr.lrate_per_category is set")
+
+
+def _fit_setting(config: StudyConfig, model: str, X, Y):
+    """Fit the decisive model of one setting (after NB when LR starts from it)."""
+    models = build_models(replace(config, nb=replace(config.nb, enabled=True),
+                                  lr=replace(config.lr, enabled=model == "lr")))
+    fitted_nb = None
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if model == "nb" or config.lr.init == "nb":
+            fitted_nb = models["nb"][1].fit(X, Y)
+        if model == "lr":
+            models["lr"][1].fit(X, Y, **fit_options(config, "lr", fitted_nb))
+    return models[model][1], time.perf_counter() - started
 
 
 def _toml(value) -> str:

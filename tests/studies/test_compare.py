@@ -49,3 +49,11 @@ def test_compare_refuses_different_test_documents(tmp_path):
     assert result.exit_code == 2 and "different test documents" in result.output
     missing = CliRunner().invoke(app, ["compare", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "no such results folder" in missing.output
+
+
+def test_damaged_scores_file_is_a_one_line_error(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "scores.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    result = CliRunner().invoke(app, ["compare", str(folder), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "not a readable mlnb scores file" in result.output

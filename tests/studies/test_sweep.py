@@ -66,3 +66,20 @@ def test_sweep_errors(tmp_path, extra, message):
     assert result.exit_code == 2, result.output
     import re
     assert re.search(message, result.output), result.output
+
+
+def test_diverging_setting_is_recorded_not_fatal_and_init_nb_is_used(small_corpus):
+    config = load_config(None, ["lr.updater=sgd", "lr.batch_size=200"])
+    result = run_sweep(config, ["lr.lrate=0.1,1e38"], dataset=small_corpus)
+    bad = result.table[result.table["lr.lrate"] == 1e38].iloc[0]
+    assert np.isnan(bad["macro_auc"]) and "overflowed" in bad["error"]
+    assert result.best["lr.lrate"] == 0.1
+    warm = run_sweep(load_config(None, ["lr.batch_size=200"]), ["lr.init=zeros,nb"], dataset=small_corpus)
+    assert warm.table["macro_auc"].nunique() == 2
+
+
+def test_keys_the_engine_ignores_are_refused(small_corpus):
+    with pytest.raises(MlnbError, match="does nothing with lr.engine = 'sklearn'"):
+        run_sweep(load_config(None, ["lr.engine=sklearn"]), ["lr.lrate=0.1,0.3"], dataset=small_corpus)
+    with pytest.raises(MlnbError, match="sweep.params: nb.event_model: expected one of"):
+        run_sweep(load_config(None), ["nb.event_model=bernoulli,foo"], dataset=small_corpus)
