@@ -127,6 +127,10 @@ def read_lyrl_vectors(path: Path) -> tuple[sp.csr_matrix, np.ndarray]:
         raise MlnbError(message or f"{path}: not a LYRL2004 vectors file ({error})") from None
     if X.shape[0] == 0:
         raise MlnbError(f"{path}: the file holds no documents")
+    fractional = np.flatnonzero(ids != np.round(ids))
+    if fractional.size:
+        raise MlnbError(f"{path}: document {fractional[0] + 1} has the id {ids[fractional[0]]:g}; "
+                        "expected whole-number document ids")
     return sp.csr_matrix(X), ids.astype(np.int64)
 
 
