@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 from sklearn.metrics import f1_score, roc_auc_score, roc_curve
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.naive_bayes import MultinomialNB

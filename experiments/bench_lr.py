@@ -49,7 +49,6 @@ def bench(name, data, passes, lrate, batch_size, skip_sklearn):
                ("mlnb scipy", lambda: LogisticRegression(lrate=lrate, batch_size=batch_size, npasses=passes,
                                                          kernel="scipy").fit(X, Y))]
     if not skip_sklearn:
-        trainable = np.flatnonzero(np.diff(Y.tocsc().indptr) > 0)
         engines.insert(0, ("sklearn OvR SGD", lambda: OneVsRestClassifier(SGDClassifier(
             loss="log_loss", max_iter=passes, tol=None, random_state=0)).fit(X, Y.toarray().astype(np.int64))))
     for engine, fit in engines:

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from mlnb import progress
 from mlnb.metrics._pointwise import pointwise_sums
 from mlnb.metrics.classification import logit
-from mlnb.metrics.ranking import (RankCurve, auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
+from mlnb.metrics.ranking import (auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
                                   rank_curve, roc_lift, roc_on_grid)
 
 CALIBRATION_BINS = 10

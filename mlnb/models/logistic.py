@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from mlnb import progress

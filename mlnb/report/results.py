@@ -219,7 +219,7 @@ def comparison_markdown(comparison, top: int = 10) -> str:
         f"not testable: {counts['not_testable']} (at {comparison.alpha:g} after Holm)",
         f"- sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, "
         f"p = {sign.p_value:.3g}", "",
-        f"Most significant categories (`comparison.csv` has all):", "",
+        "Most significant categories (`comparison.csv` has all):", "",
         _markdown_table(shown.set_index("category")), ""])
 
 
@@ -352,7 +352,7 @@ def write_sweep(sweep, root: str | Path = "results") -> Path:
         f"# mlnb sweep: {sweep.config.name}", "",
         f"{sweep.model.upper()} over {', '.join(keys)}; validation {what} on {sweep.n_validation} documents "
         f"carved from the training part ({sweep.n_fit} fit the models); the test part is not used.", "",
-        f"**Best:** " + ", ".join(f"`{k} = {sweep.best[k]}`" for k in keys) + f": {what} {sweep.best[sweep.metric]:.4f}",
+        "**Best:** " + ", ".join(f"`{k} = {sweep.best[k]}`" for k in keys) + f": {what} {sweep.best[sweep.metric]:.4f}",
         "", _markdown_table(table.set_index(keys[0])), ""])
     summary = {"name": sweep.config.name, "model": sweep.model, "metric": sweep.metric, "category": sweep.category,
                "grid": sweep.grid, "best": sweep.best, "n_fit": sweep.n_fit, "n_validation": sweep.n_validation,
