@@ -214,6 +214,7 @@ class EvalConfig:
 @dataclass
 class ReportConfig:
     category: int = option(6, "category shown in the ROC and lift plots (index)", min=0)
+    category_name: str = option("", "the same by name (e.g. 'earn'); overrides category when given")
     plots: bool = option(True, "draw the PNG plots")
     top_differences: int = option(10, "categories listed where the models differ most", min=0)
     compare: bool = option(True, "DeLong test per category between the two models (Holm, sign test)")

@@ -6,9 +6,10 @@ its result into a results folder. The CLI only chains the two.
 
 from __future__ import annotations
 
+import difflib
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -102,7 +103,14 @@ def fit_options(config: StudyConfig, key: str, fitted_nb=None, eval_set=None) ->
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     with progress.status("loading data"):
         dataset = load_dataset(config.data, config.seed, config.features)
-    if not 0 <= config.report.category < dataset.n_categories:
+    if config.report.category_name:
+        names = list(dataset.category_names)
+        if config.report.category_name not in names:
+            close = difflib.get_close_matches(config.report.category_name, names, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise MlnbError(f"report.category_name = {config.report.category_name!r} is not a category of "
+                            f"the data{hint}")
+    elif not 0 <= config.report.category < dataset.n_categories:
         raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
                         f"{dataset.n_categories} categories (0..{dataset.n_categories - 1})")
     per_category = config.lr.lrate_per_category
@@ -120,6 +128,9 @@ def run_study(config: StudyConfig) -> StudyResult:
     started = time.perf_counter()
     models = build_models(config)
     dataset, features = prepare_data(config)
+    if config.report.category_name:  # the name decides; the resolved config records the index too
+        index = list(dataset.category_names).index(config.report.category_name)
+        config = replace(config, report=replace(config.report, category=index))
     X_train, X_test = features.transform(dataset.X_train), features.transform(dataset.X_test)
     Y_train, Y_test = dataset.Y_train, dataset.Y_test
     info = dataset.describe() | {"n_features_used": int(X_train.shape[1]),

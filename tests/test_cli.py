@@ -159,3 +159,12 @@ def test_lr_warm_start_from_nb_and_sklearn_engine(tmp_path):
     result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.init=nb",
                  "--set", "nb.enabled=false")
     assert result.exit_code == 2 and "needs Naive Bayes" in result.output
+
+
+def test_report_category_by_name(tmp_path):
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "report.category_name=ECAT")
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "quickstart").iterdir()
+    assert (folder / "plots" / "roc_category_1.png").is_file()  # ECAT is category 1
+    bad = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "report.category_name=ECT")
+    assert bad.exit_code == 2 and "did you mean 'ECAT'" in bad.output
