@@ -76,8 +76,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
         second = load_run(run_b) if run_b is not None else first
         key_b = model_b or ("nb" if run_b is None else model_a)
         comparison = compare_runs(first, model_a, second, key_b, alpha)
-        folder = write_comparison(comparison, out, command=" ".join(["mlnb"] + sys.argv[1:]),
-                                  sources=[str(run_a)] + ([str(run_b)] if run_b else []))
+        folder = write_comparison(comparison, out, sources=[str(run_a)] + ([str(run_b)] if run_b else []))
     except MlnbError as error:
         _fail(error)
     counts, sign = comparison.counts(), comparison.sign

@@ -376,9 +376,10 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
 
 
 # -- writing ---------------------------------------------------------------------------------
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """A value as TOML text (the inverse of reading it back)."""
     if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -394,7 +395,7 @@ def dump_toml(config, prefix: str = "") -> str:
         if dataclasses.is_dataclass(value):
             tables.append(f"\n[{prefix}{f.name}]\n" + dump_toml(value, f"{prefix}{f.name}."))
         else:
-            scalars.append(f"{f.name} = {_toml_value(value)}  # {f.metadata['help']}")
+            scalars.append(f"{f.name} = {toml_value(value)}  # {f.metadata['help']}")
     return "\n".join(scalars) + "\n" + "".join(tables)
 
 

@@ -40,8 +40,8 @@ from mlnb.errors import MlnbError
 
 ROOT_CODES = ("C", "E", "G", "M")
 _CHUNK_DOCUMENTS = 50_000
-# tokens per document / distinct words per document for the background Zipf at
-# the default exponent; measured, then refined by a pilot sample (see _token_scale)
+# Zipf–Mandelbrot shift q in p(rank) ∝ 1 / (rank + q)^s: flattens the very top of the
+# word-frequency law, as in real newswire vocabularies
 _ZIPF_SHIFT = 2.7
 
 

@@ -71,24 +71,25 @@ class LinearMultilabelModel:
     #: whether W applies to word presence [X > 0] rather than X (Naive Bayes with binarize)
     _scores_presence = False
 
-    def decision_function(self, X) -> np.ndarray:
-        """Per-category log-odds z = X·W + b, shape (documents, categories), float32."""
+    def _linear_scores(self, X, sigmoid: bool = False) -> np.ndarray:
         self._check_fitted()
         X = as_csr_float32(X)
         self._check_features(X)
-        return linear_scores(X, self.weights_, self.bias_, binary=self._scores_presence)
+        return linear_scores(X, self.weights_, self.bias_, binary=self._scores_presence, sigmoid=sigmoid)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Per-category log-odds z = X·W + b, shape (documents, categories), float32."""
+        return self._linear_scores(X)
 
     def predict_proba(self, X, dtype=np.float64) -> np.ndarray:
         """P(category | document) = σ(X·W + b), shape (documents, categories).
 
         float64 by default, which keeps σ(z) off exact 0 down to z ≈ −745; with
-        ``dtype=np.float32`` the sigmoid is applied in place, with no second matrix.
+        ``dtype=np.float32`` the sigmoid is taken in the scoring pass itself, with no
+        second matrix.
         """
         if dtype == np.float32:
-            self._check_fitted()
-            X = as_csr_float32(X)
-            self._check_features(X)
-            return linear_scores(X, self.weights_, self.bias_, binary=self._scores_presence, sigmoid=True)
+            return self._linear_scores(X, sigmoid=True)
         return log_odds_to_proba(self.decision_function(X))
 
     def predict(self, X, threshold: float = 0.5) -> np.ndarray:

@@ -310,23 +310,6 @@ def _json_safe(value):
     return value
 
 
-def write_comparison(comparison, root: str | Path = "results", command: str | None = None,
-                     sources: list[str] = ()) -> Path:
-    """A results folder for `mlnb compare`: comparison.csv, summary.json, the plot, report.md."""
-    with _atomic_folder(Path(root), "compare") as staging:
-        folder = staging.path
-        comparison.table.to_csv(folder / "comparison.csv", index=False)
-        (folder / "plots").mkdir()
-        plots.auc_difference(comparison, folder / "plots" / "auc_difference.png")
-        summary = {**comparison.summary(), "runs": list(sources), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                   "versions": _versions(), "git_commit": _git_commit(), "command": command or " ".join(sys.argv)}
-        (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2), encoding="utf-8")
-        (folder / "report.md").write_text(
-            f"# mlnb compare\n\nRuns: {', '.join(sources)}\n\n" + comparison_markdown(comparison) +
-            "\n![auc_difference](plots/auc_difference.png)\n", encoding="utf-8")
-    return staging.final
-
-
 def _write_study_folder(root, name: str, files: dict, summary: dict, report: str, plot_makers: list) -> Path:
     """A results folder with CSV tables, plots made by ``plot_makers`` (path -> Path | None), JSON, report."""
     with _atomic_folder(Path(root), name) as staging:
@@ -346,8 +329,9 @@ def _write_study_folder(root, name: str, files: dict, summary: dict, report: str
 def write_sweep(sweep, root: str | Path = "results") -> Path:
     keys = list(sweep.grid)
     what = sweep.metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
-    table = sweep.table.sort_values(sweep.metric, ascending=sweep.metric in ("log_loss", "brier",
-                                                                             "mean_log_loss", "mean_brier"))
+    from mlnb.studies.sweep import LOWER_IS_BETTER
+
+    table = sweep.table.sort_values(sweep.metric, ascending=sweep.metric in LOWER_IS_BETTER)
     report = "\n".join([
         f"# mlnb sweep: {sweep.config.name}", "",
         f"{sweep.model.upper()} over {', '.join(keys)}; validation {what} on {sweep.n_validation} documents "
@@ -377,3 +361,11 @@ def write_curve(curve, root: str | Path = "results") -> Path:
                                "\n".join(lines) + "\n",
                                [(f"curve_{m}.png", (lambda path, m=m: plots.learning_curve(curve, m, path)))
                                 for m in CURVE_METRICS])
+
+
+def write_comparison(comparison, root: str | Path = "results", sources: list[str] = ()) -> Path:
+    """A results folder for `mlnb compare`: comparison.csv, summary.json, the plot, report.md."""
+    report = f"# mlnb compare\n\nRuns: {', '.join(sources)}\n\n" + comparison_markdown(comparison)
+    return _write_study_folder(root, "compare", {"comparison.csv": comparison.table},
+                               {**comparison.summary(), "runs": list(sources)}, report,
+                               [("auc_difference.png", lambda path: plots.auc_difference(comparison, path))])

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mlnb import progress
-from mlnb.config import PER_CATEGORY_METRICS, StudyConfig, parse_override, with_overrides
+from mlnb.config import PER_CATEGORY_METRICS, StudyConfig, parse_override, toml_value, with_overrides
 from mlnb.data.dataset import Dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
@@ -102,7 +102,7 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
             raise MlnbError(f"sweep.category = {s.category} has {positives} positive validation documents "
                             f"of {split.test_index.size}: its AUC is undefined there; choose another category")
     # every setting is built (and so validated) before anything is fitted
-    settings = [(setting, with_overrides(config, [f"{k}={_toml(v)}" for k, v in setting.items()],
+    settings = [(setting, with_overrides(config, [f"{k}={toml_value(v)}" for k, v in setting.items()],
                                          origin="sweep.params"))
                 for setting in _settings(grid, s.random_samples, config.seed)]
     for _, setting_config in settings:
@@ -166,8 +166,3 @@ def _fit_setting(config: StudyConfig, model: str, X, Y):
             models["lr"][1].fit(X, Y, **fit_options(config, "lr", fitted_nb))
     return models[model][1], time.perf_counter() - started
 
-
-def _toml(value) -> str:
-    from mlnb.config import _toml_value
-
-    return _toml_value(value)
