@@ -60,12 +60,13 @@ def run_corpus(config_name: str) -> pd.DataFrame:
     X_test, Y_test = features.transform(dataset.X_test), dataset.Y_test
     print(f"\n{config.name}: {X.shape[0]:,} train / {X_test.shape[0]:,} test documents, {X.shape[1]:,} "
           f"features, {Y.shape[1]} categories", flush=True)
-    lr = config.lr
+    lr = config.models["lr"].options
+    nb_options = config.models["nb"].options
     models = []
     for event_model in ("multinomial", "bernoulli"):
-        alpha = best_alpha(event_model, X, Y, config.seed, config.nb.binarize)
+        alpha = best_alpha(event_model, X, Y, config.seed, nb_options.binarize)
         models.append((f"NB {event_model} (alpha {alpha:g})",
-                       NaiveBayes(event_model=event_model, alpha=alpha, binarize=config.nb.binarize)))
+                       NaiveBayes(event_model=event_model, alpha=alpha, binarize=nb_options.binarize)))
     models.append((f"LR mlnb adagrad ({lr.npasses} passes)",
                    LogisticRegression(lrate=lr.lrate, batch_size=lr.batch_size, npasses=lr.npasses,
                                       l2=lr.l2, random_state=config.seed)))

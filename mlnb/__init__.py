@@ -7,8 +7,10 @@ from mlnb.data import Dataset, load_svmlight_dataset, make_rcv1_like
 from mlnb.errors import MlnbError
 from mlnb.metrics import evaluate, roc_auc
 from mlnb.models import LogisticRegression, NaiveBayes, SklearnLogisticRegression
+from mlnb.models.nb_logistic import NBLogisticRegression
 
 __version__ = "0.1.0"
 
-__all__ = ["Dataset", "LogisticRegression", "MlnbError", "NaiveBayes", "SklearnLogisticRegression", "evaluate",
-           "load_svmlight_dataset", "make_rcv1_like", "roc_auc", "__version__"]
+__all__ = ["Dataset", "LogisticRegression", "MlnbError", "NaiveBayes", "NBLogisticRegression",
+           "SklearnLogisticRegression", "evaluate", "load_svmlight_dataset", "make_rcv1_like", "roc_auc",
+           "__version__"]

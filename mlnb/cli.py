@@ -9,14 +9,14 @@ from typing import List, Optional
 import typer
 
 from mlnb import progress
-from mlnb.config import dump_toml, load_config
+from mlnb.config import describe_kinds, dump_toml, load_config
 from mlnb.errors import MlnbError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Naive Bayes vs logistic regression, one-vs-rest over every category, "
                        "driven by a TOML config. Start with: mlnb run configs/quickstart.toml")
 
-SET_HELP = ("Override a config key, e.g. --set nb.alpha=0.1 or --set data.source=svmlight "
+SET_HELP = ("Override a config key, e.g. --set models.nb.alpha=0.1 or --set data.source=svmlight "
             "(repeatable; the value is read as TOML, else as a string).")
 
 
@@ -31,12 +31,13 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
                                  "goes to OUT/<config name>/<timestamp>/."),
         set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
-    """Train NB and LR, evaluate every category, write a results folder.
+    """Train every model of the study, evaluate every category, write a results folder.
 
     The folder holds the resolved config.toml, metrics.csv (model x category),
     summary.json, ROC and lift curve tables, plots/*.png and report.md.
     """
-    from mlnb.report.results import format_summary, write_results
+    from mlnb.report.results import write_results
+    from mlnb.report.tables import format_summary
     from mlnb.study import run_study
 
     progress.enable(not quiet)
@@ -57,9 +58,10 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
 def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb run`."),
             run_b: Optional[Path] = typer.Argument(None, help="A second results folder; none = compare "
                                                    "the two models of RUN_A."),
-            model_a: str = typer.Option("lr", "--model-a", help="Model of RUN_A: 'lr' or 'nb'."),
-            model_b: Optional[str] = typer.Option(None, "--model-b", help="Model of RUN_B (default: 'nb' "
-                                                  "within one run, else the same as --model-a)."),
+            model_a: Optional[str] = typer.Option(None, "--model-a", help="Model name in RUN_A (default: its "
+                                                  "second model within one run, else its first)."),
+            model_b: Optional[str] = typer.Option(None, "--model-b", help="Model name in RUN_B (default: the "
+                                                  "first model within one run, else the same as --model-a)."),
             alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm."),
             out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/compare/<timestamp>/.")) -> None:
     """Paired per-category comparison of two models' AUCs: DeLong's test, Holm, sign test.
@@ -67,15 +69,19 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
     Both must have been evaluated on the same test documents (same data, split and seed).
     """
     from mlnb.report.results import write_comparison
-    from mlnb.studies.compare import compare_runs, load_run
+    from mlnb.studies.compare import compare_runs, load_scores
 
     try:
         if not 0 < alpha < 1:
             raise MlnbError(f"--alpha: expected a value in (0, 1), got {alpha}")
-        first = load_run(run_a)
-        second = load_run(run_b) if run_b is not None else first
-        key_b = model_b or ("nb" if run_b is None else model_a)
-        comparison = compare_runs(first, model_a, second, key_b, alpha)
+        first = load_scores(run_a)
+        second = load_scores(run_b) if run_b is not None else first
+        names = list(first.scores)
+        if run_b is None and model_a is None and len(names) < 2:
+            raise MlnbError(f"{run_a}: one model only ({names[0]}); name a second run to compare with")
+        key_a = model_a or (names[1] if run_b is None else names[0])
+        key_b = model_b or (names[0] if run_b is None else key_a)
+        comparison = compare_runs(first, key_a, second, key_b, alpha)
         folder = write_comparison(comparison, out, sources=[str(run_a)] + ([str(run_b)] if run_b else []))
     except MlnbError as error:
         _fail(error)
@@ -91,14 +97,15 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
 @app.command()
 def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [sweep] section may hold the grid."),
           param: Optional[List[str]] = typer.Option(None, "--param", help="A swept key and its values, "
-                                                    "e.g. --param lr.lrate=0.1,0.3,1 (repeatable; adds to "
+                                                    "e.g. --param models.lr.lrate=0.1,0.3,1 (repeatable; adds to "
                                                     "or replaces [sweep] params)."),
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
           out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-sweep/<timestamp>/."),
           quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
-    """Grid or seeded random search over nb.* / lr.* keys, scored on a validation split of the
-    training part (never the test part); e.g. the best lrate and batch_size for category 6:
-    --param lr.lrate=0.1,0.3,1 --param lr.batch_size=100,1000 --set sweep.metric=auc --set sweep.category=6
+    """Grid or seeded random search over any model's keys (models.<name>.*), scored on a validation
+    split of the training part (never the test part); e.g. the best lrate and batch_size for category 6:
+    --param models.lr.lrate=0.1,0.3,1 --param models.lr.batch_size=100,1000 --set sweep.metric=auc
+    --set sweep.category=6
     """
     from mlnb.report.results import write_sweep
     from mlnb.studies.sweep import run_sweep
@@ -125,8 +132,8 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
           out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-curve/<timestamp>/."),
           quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
-    """Learning curves: NB and LR on growing training samples (several seeds each), test macro AUC,
-    micro F1 and mean expected accuracy against training size, and where the curves cross."""
+    """Learning curves: every model on growing training samples (several seeds each), test macro AUC,
+    micro F1 and mean expected accuracy against training size, and where the compared models' curves cross."""
     from mlnb.report.results import write_curve
     from mlnb.studies.curve import CURVE_METRICS, run_curve
 
@@ -138,17 +145,20 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
         _fail(error)
     means = result.table.groupby(["model", "size"])[list(CURVE_METRICS)].mean()
     typer.echo(means.to_string(float_format=lambda v: f"{v:.4f}"))
-    for metric, sizes in result.crossings.items():
-        typer.echo(f"{metric}: " + (", ".join(f"curves cross at ~{s:,.0f}" for s in sizes) or "no crossing"))
+    for pair, found in result.crossings.items():
+        for metric, sizes in found.items():
+            typer.echo(f"{pair}, {metric}: " + (", ".join(f"curves cross at ~{s:,.0f}" for s in sizes)
+                                                 or "no crossing"))
     typer.echo(f"results: {folder}")
 
 
 @app.command("show-config")
 def show_config(config: Optional[Path] = typer.Argument(None, help="Config file; none = the defaults."),
                 set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP)) -> None:
-    """Print the resolved config (defaults, file, overrides) with every key explained."""
+    """Print the resolved config (defaults, file, overrides) with every key explained, then every
+    model kind with its options."""
     try:
-        typer.echo(dump_toml(load_config(config, set_ or [])), nl=False)
+        typer.echo(dump_toml(load_config(config, set_ or [])) + "\n" + describe_kinds(), nl=False)
     except MlnbError as error:
         _fail(error)
 

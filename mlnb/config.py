@@ -22,23 +22,10 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from mlnb.errors import MlnbError
+from mlnb.models import KINDS, get_kind
+from mlnb.options import option, section
 
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-
-
-def option(default, help: str, choices: tuple | None = None, min: float | None = None,
-           max: float | None = None, exclusive_min: bool = False, exclusive_max: bool = False):
-    """A config field: its default, what it means, and what values are allowed
-    (for a list, the bounds apply to each element)."""
-    metadata = dict(help=help, choices=choices, min=min, max=max, exclusive_min=exclusive_min,
-                    exclusive_max=exclusive_max)
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
-
-
-def section(cls):
-    return field(default_factory=cls)
 
 
 @dataclass
@@ -152,59 +139,6 @@ class FeaturesConfig:
 
 
 @dataclass
-class NaiveBayesConfig:
-    enabled: bool = option(True, "fit and evaluate Naive Bayes")
-    event_model: str = option("multinomial", "word counts or word presence",
-                              choices=("multinomial", "bernoulli"))
-    smoothing: str = option("additive", "additive alpha per word, or m-estimate m/|V| per word",
-                            choices=("additive", "m_estimate"))
-    alpha: float = option(0.5, "additive pseudo-count per word", min=0, exclusive_min=True)
-    m: float = option(1.0, "m-estimate total pseudo-count", min=0, exclusive_min=True)
-    binarize: bool = option(False, "count word presence instead of counts (the RCV1 tutorial does)")
-    mode: str = option("exact", "exact complement counts and priors, or the RCV1 tutorial's approximations",
-                       choices=("exact", "tutorial"))
-
-
-@dataclass
-class SklearnSGDConfig:
-    learning_rate: str = option("optimal", "scikit-learn's step-size schedule",
-                                choices=("optimal", "constant", "invscaling", "adaptive"))
-    eta0: float = option(0.01, "initial step size (not used by 'optimal')", min=0)
-    alpha: float = option(1e-4, "regularisation strength (scikit-learn's default)", min=0)
-    penalty: str = option("l2", "regulariser", choices=("l2", "l1", "elasticnet"))
-    l1_ratio: float = option(0.15, "elastic-net mixing, 0 = l2 .. 1 = l1", min=0, max=1)
-    average: bool = option(False, "averaged SGD")
-    n_jobs: int = option(1, "categories fitted in parallel (processes)", min=1)
-
-
-@dataclass
-class LogisticConfig:
-    enabled: bool = option(True, "fit and evaluate logistic regression")
-    engine: str = option("mlnb", "'mlnb': all categories at once by minibatch AdaGrad/SGD; "
-                         "'sklearn': SGDClassifier one category at a time (the reference)",
-                         choices=("mlnb", "sklearn"))
-    npasses: int = option(2, "passes over the training data (both engines)", min=1)
-    updater: str = option("adagrad", "mlnb engine: update rule", choices=("adagrad", "sgd"))
-    lrate: float = option(0.3, "mlnb engine: learning rate", min=0, exclusive_min=True)
-    lrate_per_category: list[float] = option([], "mlnb engine: one learning rate per category (overrides lrate)",
-                                      min=0, exclusive_min=True)
-    batch_size: int = option(1000, "mlnb engine: documents per minibatch", min=1)
-    l1: float = option(0.0, "mlnb engine: L1 regularisation", min=0)
-    l2: float = option(1e-4, "mlnb engine: L2 regularisation (as scikit-learn's SGD alpha default)", min=0)
-    texp: float = option(0.5, "mlnb engine: step scale t^(-texp) over minibatches t", min=0)
-    vexp: float = option(0.5, "mlnb engine: AdaGrad divides by (mean squared gradient)^vexp", min=0)
-    epsilon: float = option(1e-8, "mlnb engine: added to the AdaGrad denominator", min=0)
-    shuffle: bool = option(True, "mlnb engine: new random document order every pass")
-    init: str = option("zeros", "mlnb engine: start from zeros or from this run's Naive Bayes weights",
-                       choices=("zeros", "nb"))
-    kernel: str = option("numba", "mlnb engine: minibatch kernel, two-core numba or scipy reference",
-                         choices=("numba", "scipy"))
-    monitor: bool = option(False, "mlnb engine: report the test-set log loss after every pass "
-                           "(display only, never used to choose anything)")
-    sklearn: SklearnSGDConfig = section(SklearnSGDConfig)
-
-
-@dataclass
 class EvalConfig:
     threshold: float = option(0.5, "probability cut for accuracy, precision, recall, F1",
                               min=0, max=1, exclusive_min=True, exclusive_max=True)
@@ -216,8 +150,10 @@ class ReportConfig:
     category: int = option(6, "category shown in the ROC and lift plots (index)", min=0)
     category_name: str = option("", "the same by name (e.g. 'earn'); overrides category when given")
     plots: bool = option(True, "draw the PNG plots")
-    top_differences: int = option(10, "categories listed where the models differ most", min=0)
-    compare: bool = option(True, "DeLong test per category between the two models (Holm, sign test)")
+    top_differences: int = option(10, "categories listed where the compared models differ most", min=0)
+    compare: list[list[str]] = option([], "pairs [a, b] of model names compared per category, a − b (DeLong, "
+                                      "Holm, sign test, AUC plots); empty = every model against the first")
+    paired_tests: bool = option(True, "run the paired comparisons of `compare` at all")
     alpha: float = option(0.05, "significance level of the comparison (after Holm)", min=0, max=1,
                           exclusive_min=True, exclusive_max=True)
     save_scores: bool = option(True, "save test scores (scores.npz) so that `mlnb compare` can pair runs")
@@ -230,12 +166,12 @@ SUMMARY_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "mean_expec
 
 @dataclass
 class SweepConfig:
-    params: list[str] = option([], "grid: 'key=v1,v2,...' per swept nb.* or lr.* key, e.g. 'lr.lrate=0.1,0.3,1'")
+    params: list[str] = option([], "grid: 'key=v1,v2,...' per swept models.<name>.* key, e.g. "
+                               "'models.lr.lrate=0.1,0.3,1'")
     metric: str = option("macro_auc", "what picks the best setting: a summary metric, or with category >= 0 a "
                          "per-category one", choices=SUMMARY_METRICS + PER_CATEGORY_METRICS)
     category: int = option(-1, "category whose metric decides; -1 = the summary metric over all", min=-1)
-    model: str = option("auto", "model whose metric decides; auto = the section of the swept keys",
-                        choices=("auto", "nb", "lr"))
+    model: str = option("auto", "name of the model whose metric decides; auto = the model of the swept keys")
     validation_fraction: float = option(0.2, "share of the training part held out to score settings "
                                         "(the test part is never used)", min=0, max=1, exclusive_min=True,
                                         exclusive_max=True)
@@ -250,21 +186,64 @@ class CurveConfig:
 
 
 @dataclass
+class ModelSpec:
+    """One model of a study: ``[models.<name>]`` with its kind and that kind's options."""
+
+    name: str
+    kind: str
+    options: Any  # the kind's options dataclass
+    enabled: bool = True
+    label: str = ""  # empty = the kind's description of its options
+
+    def display_label(self) -> str:
+        return self.label or get_kind(self.kind).describe(self.options)
+
+
+#: keys every model table has besides its kind's options
+MODEL_KEYS = {"kind": "model kind (see the list above)", "enabled": "fit and evaluate this model",
+              "label": "name in tables and legends; empty = a description of the kind and options"}
+DEFAULT_MODELS = {"nb": "naive_bayes", "lr": "logistic"}  # the classic study: NB against LR
+
+
+def _default_models() -> dict[str, ModelSpec]:
+    return {name: ModelSpec(name, kind, KINDS[kind].options()) for name, kind in DEFAULT_MODELS.items()}
+
+
+@dataclass
 class StudyConfig:
     name: str = option("", "name of the study; empty = the config file's name")
     seed: int = option(0, "seed of data generation, split, subsampling and SGD", min=0, max=2**32 - 1)
     data: DataConfig = section(DataConfig)
     features: FeaturesConfig = section(FeaturesConfig)
-    nb: NaiveBayesConfig = section(NaiveBayesConfig)
-    lr: LogisticConfig = section(LogisticConfig)
+    models: dict[str, ModelSpec] = field(default_factory=_default_models,
+                                         metadata={"help": "the models of the study, [models.<name>]"})
     eval: EvalConfig = section(EvalConfig)
     report: ReportConfig = section(ReportConfig)
     sweep: SweepConfig = section(SweepConfig)
     curve: CurveConfig = section(CurveConfig)
 
+    def study_models(self) -> list[ModelSpec]:
+        """The enabled models, in config order."""
+        return [spec for spec in self.models.values() if spec.enabled]
+
+    def compared_pairs(self) -> list[tuple[str, str]]:
+        """(a, b) model names compared per category: report.compare, or every model against the first."""
+        if not self.report.paired_tests:
+            return []
+        if self.report.compare:
+            return [tuple(pair) for pair in self.report.compare]
+        names = [spec.name for spec in self.study_models()]
+        return [(name, names[0]) for name in names[1:]]
+
 
 # -- loading and validation -------------------------------------------------------------------
 _TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _type_name(kind) -> str:
+    if typing.get_origin(kind) is list:
+        return "a list of " + _type_name(typing.get_args(kind)[0]).split(" ", 1)[-1] + "s"
+    return _TYPE_NAMES[kind]
 
 
 def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
@@ -272,8 +251,7 @@ def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     if typing.get_origin(kind) is list:
         (item_kind,) = typing.get_args(kind)
         if not isinstance(value, list):
-            raise MlnbError(f"{where}: expected a list of {_TYPE_NAMES[item_kind].split(' ', 1)[-1]}s, "
-                            f"got {value!r}")
+            raise MlnbError(f"{where}: expected {_type_name(kind)}, got {value!r}")
         return [_check_value(item, item_kind, meta, f"{where}[{i}]") for i, item in enumerate(value)]
     ok = (isinstance(value, bool) if kind is bool else
           isinstance(value, int) and not isinstance(value, bool) if kind is int else
@@ -298,6 +276,17 @@ def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     return value
 
 
+def _origin(dotted: str, source: str, overridden: set, set_label: str) -> str:
+    from_set = any(o == dotted or o.startswith(dotted + ".") for o in overridden)
+    return set_label if from_set else source
+
+
+def _unknown_key(origin: str, prefix: str, key: str, valid) -> MlnbError:
+    close = difflib.get_close_matches(key, list(valid), n=1)
+    hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(valid)}"
+    return MlnbError(f"{origin}: unknown key '{prefix}{key}'{hint}")
+
+
 def _build(cls, table: dict, prefix: str, source: str, overridden: set, set_label: str = "--set"):
     """An instance of dataclass ``cls`` from a TOML table, validated key by key."""
     hints = get_type_hints(cls)
@@ -305,14 +294,16 @@ def _build(cls, table: dict, prefix: str, source: str, overridden: set, set_labe
     values = {}
     for key, value in table.items():
         dotted = f"{prefix}{key}"
-        from_set = any(o == dotted or o.startswith(dotted + ".") for o in overridden)
-        origin = set_label if from_set else source
+        origin = _origin(dotted, source, overridden, set_label)
         if key not in fields:
-            close = difflib.get_close_matches(key, fields, n=1)
-            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(fields)}"
-            raise MlnbError(f"{origin}: unknown key '{dotted}'{hint}")
+            raise _unknown_key(origin, prefix, key, fields)
         kind = hints[key]
-        if dataclasses.is_dataclass(kind):
+        if key == "models" and cls is StudyConfig:
+            if not isinstance(value, dict):
+                raise MlnbError(f"{origin}: 'models' must be tables [models.<name>], got {value!r}")
+            values[key] = {name: _build_model(name, spec, source, overridden, set_label)
+                           for name, spec in value.items()}
+        elif dataclasses.is_dataclass(kind):
             if not isinstance(value, dict):
                 raise MlnbError(f"{origin}: '{dotted}' must be a table ([{dotted}]), got {value!r}")
             values[key] = _build(kind, value, f"{dotted}.", source, overridden, set_label)
@@ -321,12 +312,124 @@ def _build(cls, table: dict, prefix: str, source: str, overridden: set, set_labe
     return cls(**values)
 
 
+def _build_model(name: str, table, source: str, overridden: set, set_label: str) -> ModelSpec:
+    """``[models.<name>]``: its kind, the generic keys, and the kind's options."""
+    prefix = f"models.{name}."
+    origin = _origin(f"models.{name}", source, overridden, set_label)
+    if not _MODEL_NAME.fullmatch(name):
+        raise MlnbError(f"{origin}: model name {name!r}: expected letters, digits, '_' or '-' (it names files "
+                        "and columns)")
+    if not isinstance(table, dict):
+        raise MlnbError(f"{origin}: 'models.{name}' must be a table ([models.{name}] with a kind), got {table!r}")
+    table = dict(table)
+    if "kind" not in table:
+        raise MlnbError(f"{origin}: [models.{name}] has no 'kind'; expected one of "
+                        f"{', '.join(map(repr, KINDS))}, e.g. kind = \"naive_bayes\"")
+    kind_origin = _origin(prefix + "kind", source, overridden, set_label)
+    kind = get_kind(_check_value(table.pop("kind"), str, {}, f"{kind_origin}: {prefix}kind"),
+                    f"{kind_origin}: {prefix}kind")
+    generic = {}
+    for key, key_type in (("enabled", bool), ("label", str)):
+        if key in table:
+            generic[key] = _check_value(table.pop(key), key_type, {},
+                                        f"{_origin(prefix + key, source, overridden, set_label)}: {prefix}{key}")
+    option_names = [f.name for f in dataclasses.fields(kind.options)]
+    for key in table:
+        if key not in option_names:
+            origin = _origin(prefix + key, source, overridden, set_label)
+            owners = [other.name for other in KINDS.values()
+                      if key in {f.name for f in dataclasses.fields(other.options)}]
+            if owners:
+                raise MlnbError(f"{origin}: unknown key '{prefix}{key}': '{key}' is an option of kind "
+                                f"{' and '.join(map(repr, owners))}, not of {kind.name!r} (models.{name}.kind)")
+            raise _unknown_key(origin, prefix, key, list(MODEL_KEYS) + option_names)
+    options = _build(kind.options, table, prefix, source, overridden, set_label)
+    return ModelSpec(name=name, kind=kind.name, options=options, **generic)
+
+
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_OLD_SECTIONS = {"nb": "naive_bayes", "lr": "logistic"}
+
+
+def _old_form_error(table: dict, source: str) -> MlnbError | None:
+    """An old-style [nb]/[lr] config: say what the new form is."""
+    old = [key for key in _OLD_SECTIONS if key in table]
+    if not old:
+        return None
+    lines = []
+    for key in old:
+        section_table = table[key] if isinstance(table[key], dict) else {}
+        kind = ("sklearn_sgd" if key == "lr" and section_table.get("engine") == "sklearn" else _OLD_SECTIONS[key])
+        lines.append(f'[models.{key}] kind = "{kind}"')
+    return MlnbError(f"{source}: [{'] and ['.join(old)}] are the old form of a study's models (and nb.*, lr.* its "
+                     f"keys); name each model in its own table with its kind and options, e.g. {'; '.join(lines)}, "
+                     f"and its keys models.<name>.* (lr.engine = \"sklearn\" is kind = \"sklearn_sgd\" with the "
+                     f"[lr.sklearn] keys; lr.init = \"nb\" is init_from = \"nb\"); `mlnb show-config` lists every "
+                     f"kind and option")
+
+
+def _check_study(config: StudyConfig, origin: str) -> None:
+    """What single keys cannot check: references between models, pairs, the sweep's model."""
+    models = config.study_models()
+    if not models:
+        raise MlnbError(f"{origin}: no enabled model: give at least one [models.<name>] with enabled = true")
+    enabled = {spec.name for spec in models}
+    for spec in models:
+        for used in get_kind(spec.kind).uses(spec.options):
+            if used == spec.name or used not in enabled:
+                raise MlnbError(f"{origin}: models.{spec.name}.init_from = {used!r}: expected the name of another "
+                                f"enabled model of the study ({', '.join(sorted(enabled - {spec.name})) or 'none'})")
+    _dependency_order(models, origin)
+    for i, pair in enumerate(config.report.compare):
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= enabled:
+            raise MlnbError(f"{origin}: report.compare[{i}] = {pair!r}: expected two different names of enabled "
+                            f"models ({', '.join(enabled)})")
+    if config.sweep.model != "auto" and config.sweep.model not in enabled:
+        raise MlnbError(f"{origin}: sweep.model = {config.sweep.model!r}: expected 'auto' or an enabled model "
+                        f"({', '.join(enabled)})")
+
+
+def _dependency_order(models: list[ModelSpec], origin: str = "config") -> list[ModelSpec]:
+    """The models with every model after the ones it starts from (config order otherwise)."""
+    by_name = {spec.name: spec for spec in models}
+    ordered, state = [], {}
+
+    def visit(spec, chain):
+        if state.get(spec.name) == "done":
+            return
+        if spec.name in chain:
+            raise MlnbError(f"{origin}: models start from each other in a circle: {' -> '.join(chain + [spec.name])}")
+        for used in get_kind(spec.kind).uses(spec.options):
+            visit(by_name[used], chain + [spec.name])
+        state[spec.name] = "done"
+        ordered.append(spec)
+
+    for spec in models:
+        visit(spec, [])
+    return ordered
+
+
+def fit_order(config: StudyConfig, wanted: list[str] | None = None) -> list[ModelSpec]:
+    """The enabled models to fit for ``wanted`` (default: all), each after the models it starts from."""
+    ordered = _dependency_order(config.study_models())
+    if wanted is None:
+        return ordered
+    needed, todo = set(), list(wanted)
+    by_name = {spec.name: spec for spec in ordered}
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += get_kind(by_name[name].kind).uses(by_name[name].options)
+    return [spec for spec in ordered if spec.name in needed]
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """'nb.alpha=0.1' -> (['nb', 'alpha'], 0.1); the value is read as TOML, else as a string."""
+    """'models.nb.alpha=0.1' -> (['models', 'nb', 'alpha'], 0.1); the value is read as TOML, else as a string."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
-        raise MlnbError(f"--set {text!r}: expected key=value, e.g. nb.alpha=0.1")
+        raise MlnbError(f"--set {text!r}: expected key=value, e.g. models.nb.alpha=0.1")
     try:
         value = tomllib.loads(f"value = {raw.strip()}")["value"]
     except tomllib.TOMLDecodeError:
@@ -350,7 +453,11 @@ def _apply_overrides(table: dict, overrides: list[str], origin: str) -> set[str]
 
 
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConfig:
-    """The validated study config: defaults < TOML file < ``--set`` overrides."""
+    """The validated study config: defaults < TOML file < ``--set`` overrides.
+
+    A file without ``[models]`` studies the default models (``nb`` and ``lr``); a file
+    with ``[models]`` studies exactly the models it names.
+    """
     table: dict = {}
     source = "defaults"
     if path is not None:
@@ -364,7 +471,13 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
             raise MlnbError(f"{path}: not valid TOML ({error})") from None
         except UnicodeDecodeError:
             raise MlnbError(f"{path}: not a UTF-8 text file") from None
+    if "models" not in table:
+        table["models"] = {name: {"kind": kind} for name, kind in DEFAULT_MODELS.items()}
     overridden = _apply_overrides(table, overrides, "--set")
+    old_set = any(key.split(".")[0] in _OLD_SECTIONS for key in overridden)
+    error = _old_form_error(table, "--set" if old_set else source)
+    if error:
+        raise error
     config = _build(StudyConfig, table, "", source, overridden)
     if not config.name:
         config.name = path.stem if path is not None else "study"
@@ -372,13 +485,14 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
         origin = "--set" if "name" in overridden else source
         raise MlnbError(f"{origin}: name: expected letters, digits, '.', '_' or '-' (not starting with "
                         f"'.'), as it names the results folder; got {config.name!r}")
+    _check_study(config, source)
     return config
 
 
 # -- writing ---------------------------------------------------------------------------------
 def toml_value(value: Any) -> str:
     """A value as TOML text (the inverse of reading it back)."""
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -392,18 +506,52 @@ def dump_toml(config, prefix: str = "") -> str:
     scalars, tables = [], []
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        if dataclasses.is_dataclass(value):
+        if f.name == "models" and isinstance(config, StudyConfig):
+            tables += [_dump_model(spec) for spec in value.values()]
+        elif dataclasses.is_dataclass(value):
             tables.append(f"\n[{prefix}{f.name}]\n" + dump_toml(value, f"{prefix}{f.name}."))
         else:
             scalars.append(f"{f.name} = {toml_value(value)}  # {f.metadata['help']}")
     return "\n".join(scalars) + "\n" + "".join(tables)
 
 
+def _dump_model(spec: ModelSpec) -> str:
+    kind = get_kind(spec.kind)
+    lines = [f"\n[models.{spec.name}]", f"kind = {toml_value(spec.kind)}  # {kind.help}",
+             f"enabled = {toml_value(spec.enabled)}  # {MODEL_KEYS['enabled']}",
+             f"label = {toml_value(spec.label)}  # {MODEL_KEYS['label']}"]
+    return "\n".join(lines) + "\n" + dump_toml(spec.options, f"models.{spec.name}.")
+
+
+def describe_kinds() -> str:
+    """Every registered model kind with its options, as TOML comments (for ``mlnb show-config``)."""
+    lines = ["# Model kinds: [models.<name>] kind = \"...\" and that kind's options (defaults shown)."]
+    for kind in KINDS.values():
+        lines.append(f"#\n# kind = {toml_value(kind.name)}: {kind.help}")
+        for f in dataclasses.fields(kind.options):
+            default = getattr(kind.options(), f.name)
+            lines.append(f"#   {f.name} = {toml_value(default)}  — {f.metadata['help']}")
+    return "\n".join(lines) + "\n"
+
+
 def config_dict(config) -> dict:
-    return dataclasses.asdict(config)
+    """The config as a TOML-shaped dict (models as {name: {kind, enabled, label, options...}})."""
+    table = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name == "models" and isinstance(config, StudyConfig):
+            table[f.name] = {spec.name: {"kind": spec.kind, "enabled": spec.enabled, "label": spec.label,
+                                         **dataclasses.asdict(spec.options)} for spec in value.values()}
+        elif dataclasses.is_dataclass(value):
+            table[f.name] = config_dict(value)
+        else:
+            table[f.name] = value
+    return table
 
 
 def with_overrides(config: StudyConfig, overrides: list[str], origin: str = "--set") -> StudyConfig:
     """A copy of ``config`` with 'key=value' overrides, validated like a file."""
     table = config_dict(config)
-    return _build(StudyConfig, table, "", origin, _apply_overrides(table, overrides, origin), origin)
+    new = _build(StudyConfig, table, "", origin, _apply_overrides(table, overrides, origin), origin)
+    _check_study(new, origin)
+    return new

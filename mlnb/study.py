@@ -1,11 +1,16 @@
-"""One NB-vs-LR study: data source -> features -> models -> scores -> metrics.
+"""A study: data source -> features -> models -> scores -> metrics, for any number of models.
 
-``run_study`` computes everything and writes nothing; ``mlnb.report`` turns
-its result into a results folder. The CLI only chains the two.
+``run_models`` is the one loop — per model: fit, score, decide, evaluate — that
+``mlnb run`` (on the test part), ``mlnb sweep`` (on a validation part of the
+training documents) and ``mlnb curve`` (on samples of the training part) share,
+so every command treats every model and every ``eval.*`` key the same way.
+``run_study`` computes everything and writes nothing; ``mlnb.report`` turns its
+result into a results folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import time
 import warnings
@@ -14,32 +19,29 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from mlnb import progress
-from mlnb.config import StudyConfig
+from mlnb.config import StudyConfig, fit_order
 from mlnb.data.dataset import Dataset
 from mlnb.data.sources import load_dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
+from mlnb.metrics.comparison import Comparison, compare_scores
 from mlnb.metrics.evaluation import Evaluation, evaluate
-from mlnb.models import LogisticRegression, NaiveBayes, SklearnLogisticRegression
-from mlnb.studies.compare import Comparison, compare_scores
-
-MODEL_COLORS = {"nb": "tab:red", "lr": "tab:blue"}  # the classic plot: NB red, LR blue
+from mlnb.models import get_kind
 
 
 @dataclass
-class ModelResult:
-    key: str  # "nb" or "lr"
+class ModelRun:
+    """One model of a study, fitted and evaluated."""
+
+    name: str  # the config's [models.<name>]
+    kind: str
     label: str  # for tables and legends
-    model: object
+    model: object  # the fitted estimator
     fit_seconds: float
     score_seconds: float
     eval_seconds: float
     evaluation: Evaluation
-    scores: np.ndarray  # (n_test, K) log-odds on the test part
-
-    @property
-    def color(self) -> str:
-        return MODEL_COLORS.get(self.key, "black")
+    scores: np.ndarray  # (n_eval, K) decision scores (log-odds for every kind but complement NB)
 
 
 @dataclass
@@ -48,56 +50,59 @@ class StudyResult:
     data: dict  # Dataset.describe() plus the feature space after transforms
     category_names: list
     train_positives: np.ndarray  # (K,) training documents per category
-    models: list[ModelResult] = field(default_factory=list)
+    models: list[ModelRun] = field(default_factory=list)
     load_seconds: float = 0.0
     Y_test: object = None  # (n_test, K) sparse 0/1
-    comparison: Comparison | None = None  # models[1] (LR) against models[0] (NB), per category
+    comparisons: list[Comparison] = field(default_factory=list)  # one per report.compare pair, a − b
+
+    def model(self, name: str) -> ModelRun:
+        return next(run for run in self.models if run.name == name)
 
 
-def build_models(config: StudyConfig) -> dict[str, tuple[str, object]]:
-    """key -> (label, unfitted estimator) for the enabled models."""
-    models = {}
-    if config.nb.enabled:
-        nb = config.nb
-        label = f"Naive Bayes ({nb.event_model}{', binarized' if nb.binarize else ''})"
-        models["nb"] = (label, NaiveBayes(event_model=nb.event_model, smoothing=nb.smoothing,
-                                          alpha=nb.alpha, m=nb.m, binarize=nb.binarize, mode=nb.mode))
-    if config.lr.enabled:
-        lr = config.lr
-        if lr.engine == "sklearn":
-            sk = lr.sklearn
-            models["lr"] = ("Logistic regression (sklearn SGD, one category at a time)",
-                            SklearnLogisticRegression(learning_rate=sk.learning_rate, eta0=sk.eta0,
-                                                      alpha=sk.alpha, penalty=sk.penalty,
-                                                      l1_ratio=sk.l1_ratio, npasses=lr.npasses,
-                                                      average=sk.average, random_state=config.seed,
-                                                      n_jobs=sk.n_jobs))
-        else:
-            models["lr"] = (f"Logistic regression ({lr.updater}, all categories)",
-                            LogisticRegression(updater=lr.updater,
-                                               lrate=lr.lrate_per_category or lr.lrate,
-                                               batch_size=lr.batch_size, npasses=lr.npasses, l1=lr.l1,
-                                               l2=lr.l2, texp=lr.texp, vexp=lr.vexp, epsilon=lr.epsilon,
-                                               shuffle=lr.shuffle, random_state=config.seed,
-                                               kernel=lr.kernel))
-    if not models:
-        raise MlnbError("nb.enabled and lr.enabled are both false: nothing to study")
-    return models
+def model_labels(config: StudyConfig) -> dict[str, str]:
+    """name -> label of every enabled model; equal labels get the model's name added."""
+    labels = {spec.name: spec.display_label() for spec in config.study_models()}
+    repeated = {label for label in labels.values() if list(labels.values()).count(label) > 1}
+    return {name: f"{label} [{name}]" if label in repeated else label for name, label in labels.items()}
 
 
-def fit_options(config: StudyConfig, key: str, fitted_nb=None, eval_set=None) -> dict:
-    """Extra fit arguments of model ``key``: the LR engine's warm start from this run's
-    Naive Bayes (``fitted_nb``) and, with lr.monitor, per-pass held-out loss on ``eval_set``."""
-    if key != "lr" or config.lr.engine != "mlnb":
-        return {}
-    options = {}
-    if config.lr.init == "nb":
-        if fitted_nb is None:
-            raise MlnbError("lr.init = 'nb' needs Naive Bayes in the same run (nb.enabled = true)")
-        options.update(coef_init=fitted_nb.weights_, intercept_init=fitted_nb.bias_)
-    if config.lr.monitor and eval_set is not None:
-        options["eval_set"] = eval_set
-    return options
+def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_names, *,
+               wanted: list[str] | None = None, curve_categories=(), seed: int | None = None) -> list[ModelRun]:
+    """Fit every enabled model (or those ``wanted``, with the models they start from) on the
+    training documents, then score, decide and evaluate it on the evaluation documents.
+
+    The decision rule today is one probability cut for every category (``eval.threshold``);
+    every ``eval.*`` key reaches ``evaluate`` here, for every command.
+    """
+    seed = config.seed if seed is None else seed
+    labels = model_labels(config)
+    evaluated = set(labels) if wanted is None else set(wanted)
+    fitted, runs = {}, []
+    for spec in fit_order(config, wanted):
+        kind = get_kind(spec.kind)
+        estimator = kind.build(spec.options, seed)
+        started = time.perf_counter()
+        try:
+            with progress.status(f"fitting {labels[spec.name]}"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
+                estimator.fit(X_train, Y_train, **kind.fit_arguments(spec.options, fitted, (X_eval, Y_eval)))
+                estimator.weights_  # a lazy model (Naive Bayes) builds W here, so fit time includes it
+        except MlnbError as error:
+            raise MlnbError(f"models.{spec.name}: {error}") from None
+        fitted[spec.name] = estimator
+        if spec.name not in evaluated:
+            continue
+        fit_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        scores = estimator.decision_function(X_eval)  # (n_eval, K)
+        score_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        evaluation = evaluate(Y_eval, scores, category_names, curve_categories=curve_categories,
+                              **dataclasses.asdict(config.eval))
+        runs.append(ModelRun(name=spec.name, kind=spec.kind, label=labels[spec.name], model=estimator,
+                             fit_seconds=fit_seconds, score_seconds=score_seconds,
+                             eval_seconds=time.perf_counter() - started, evaluation=evaluation, scores=scores))
+    return runs
 
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
@@ -113,10 +118,11 @@ def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     elif not 0 <= config.report.category < dataset.n_categories:
         raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
                         f"{dataset.n_categories} categories (0..{dataset.n_categories - 1})")
-    per_category = config.lr.lrate_per_category
-    if per_category and len(per_category) != dataset.n_categories:
-        raise MlnbError(f"lr.lrate_per_category has {len(per_category)} values but the data has "
-                        f"{dataset.n_categories} categories")
+    for spec in config.study_models():
+        per_category = getattr(spec.options, "lrate_per_category", [])
+        if per_category and len(per_category) != dataset.n_categories:
+            raise MlnbError(f"models.{spec.name}.lrate_per_category has {len(per_category)} values but the "
+                            f"data has {dataset.n_categories} categories")
     features = FeatureTransform(config.features.transform, config.features.min_df,
                                 config.features.max_features)
     features.fit(dataset.X_train)
@@ -124,9 +130,8 @@ def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
 
 
 def run_study(config: StudyConfig) -> StudyResult:
-    """Fit every enabled model on the training part and evaluate it on the test part."""
+    """Fit every enabled model on the training part, evaluate it on the test part, compare pairs."""
     started = time.perf_counter()
-    models = build_models(config)
     dataset, features = prepare_data(config)
     if config.report.category_name:  # the name decides; the resolved config records the index too
         index = list(dataset.category_names).index(config.report.category_name)
@@ -137,27 +142,13 @@ def run_study(config: StudyConfig) -> StudyResult:
                                  "feature_transform": config.features.transform}
     result = StudyResult(config=config, data=info, category_names=dataset.category_names,
                          train_positives=np.asarray(Y_train.sum(axis=0)).ravel(),
-                         load_seconds=time.perf_counter() - started)
-    for key, (label, model) in models.items():
-        t0 = time.perf_counter()
-        with progress.status(f"fitting {label}"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
-            nb = next((run.model for run in result.models if run.key == "nb"), None)
-            model.fit(X_train, Y_train, **fit_options(config, key, nb, (X_test, Y_test)))
-        t1 = time.perf_counter()
-        scores = model.decision_function(X_test)  # (n_test, K) log-odds
-        t2 = time.perf_counter()
-        evaluation = evaluate(Y_test, scores, dataset.category_names, config.eval.threshold,
-                              config.eval.roc_points, curve_categories=[config.report.category])
-        t3 = time.perf_counter()
-        result.models.append(ModelResult(key=key, label=label, model=model, fit_seconds=t1 - t0,
-                                         score_seconds=t2 - t1, eval_seconds=t3 - t2,
-                                         evaluation=evaluation, scores=scores))
-    result.Y_test = Y_test
-    if config.report.compare and len(result.models) == 2:
-        nb_run, lr_run = result.models
-        with progress.status("DeLong tests per category"):
-            result.comparison = compare_scores(Y_test, lr_run.scores, nb_run.scores, dataset.category_names,
-                                               result.train_positives, lr_run.label, nb_run.label,
-                                               config.report.alpha)
+                         load_seconds=time.perf_counter() - started, Y_test=Y_test)
+    result.models = run_models(config, X_train, Y_train, X_test, Y_test, dataset.category_names,
+                               curve_categories=[config.report.category])
+    for name_a, name_b in config.compared_pairs():
+        a, b = result.model(name_a), result.model(name_b)
+        with progress.status(f"DeLong tests per category, {name_a} against {name_b}"):
+            result.comparisons.append(compare_scores(Y_test, a.scores, b.scores, dataset.category_names,
+                                                     result.train_positives, a.label, b.label,
+                                                     config.report.alpha, name_a, name_b))
     return result

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from mlnb.cli import app
 
 SMALL = ["--set", "data.synthetic.n_documents=3000", "--set", "data.synthetic.n_features=3000",
-         "--set", "lr.npasses=2", "--quiet"]
+         "--set", "models.lr.npasses=2", "--quiet"]
 
 
 def run(*args):
@@ -30,7 +30,8 @@ def test_run_writes_every_file(quickstart_run):
     result, folder = quickstart_run
     for name in ["config.toml", "summary.json", "metrics.csv", "report.md", "curves/roc_grid.csv",
                  "curves/lift_grid.csv", "plots/accuracy_per_category.png", "plots/roc_category_6.png",
-                 "plots/lift_category_6.png", "plots/auc_scatter.png"]:
+                 "plots/lift_category_6.png", "plots/auc_scatter_lr_vs_nb.png",
+                 "plots/auc_difference_lr_vs_nb.png", "plots/calibration.png", "plots/auc_by_frequency.png"]:
         assert (folder / name).is_file(), name
     assert f"results: {folder}" in result.output and "macro AUC" in result.output
 
@@ -68,9 +69,9 @@ def svm_files(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["missing.toml"], "missing.toml: no such config file"),
-    (["configs/quickstart.toml", "--set", "nb.alhpa=1"], "did you mean 'nb.alpha'"),
-    (["configs/quickstart.toml", "--set", "lr.npasses=two"], "lr.npasses: expected an integer"),
-    (["configs/quickstart.toml", "--set", "nb.alpha=0"], "nb.alpha: expected a value > 0"),
+    (["configs/quickstart.toml", "--set", "models.nb.alhpa=1"], "did you mean 'models.nb.alpha'"),
+    (["configs/quickstart.toml", "--set", "models.lr.npasses=two"], "models.lr.npasses: expected an integer"),
+    (["configs/quickstart.toml", "--set", "models.nb.alpha=0"], "models.nb.alpha: expected a value > 0"),
     (["configs/quickstart.toml", "--set", "report.category=103", *SMALL],
      "report.category = 103 is out of range: the data has 103 categories"),
     (["configs/quickstart.toml", "--set", "data.source=svmlight", "--set", "data.svmlight.path={d}/none.svm"],
@@ -96,7 +97,7 @@ def test_failed_run_leaves_no_folder(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(plots, "auc_scatter", broken)
+    monkeypatch.setattr(plots, "auc_scatter", broken)  # the last plot but one
     with pytest.raises(RuntimeError):
         CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path), *SMALL],
                            catch_exceptions=False)
@@ -112,17 +113,22 @@ def test_svmlight_study_runs_end_to_end(svm_files, tmp_path):
 
 def test_help_explains_commands():
     assert "--set" in CliRunner().invoke(app, ["run", "--help"]).output
-    shown = CliRunner().invoke(app, ["show-config", "configs/quickstart.toml", "--set", "nb.alpha=0.2"])
+    shown = CliRunner().invoke(app, ["show-config", "configs/quickstart.toml", "--set", "models.nb.alpha=0.2"])
     assert shown.exit_code == 0 and "alpha = 0.2  # additive pseudo-count per word" in shown.output
+    from mlnb.models import KINDS
+
+    for kind in KINDS:  # every kind is listed with its options
+        assert f'# kind = "{kind}": ' in shown.output
 
 
 @pytest.mark.parametrize("extra, message", [
     (["--set", "seed=-1"], "seed: expected a value >= 0"),
     (["--set", "name=../escape"], "name: expected letters, digits"),
     (["--set", "eval.threshold=1.0"], "eval.threshold: expected a value < 1"),
-    (["--set", "lr.engine=sklearn", "--set", "lr.sklearn.alpha=0", *SMALL],
-     "alpha must be > 0 with learning_rate = 'optimal'"),
-    (["--set", "lr.lrate_per_category=[0.1, 0.2]", *SMALL], "lr.lrate_per_category has 2 values"),
+    (["--set", "models.sk.kind=sklearn_sgd", "--set", "models.sk.alpha=0", *SMALL],
+     "models.sk: alpha must be > 0 with learning_rate = 'optimal'"),
+    (["--set", "models.lr.kind=sklearn_sgd"], "'updater' is an option of kind 'logistic'"),
+    (["--set", "models.lr.lrate_per_category=[0.1, 0.2]", *SMALL], "models.lr.lrate_per_category has 2 values"),
     (["--set", "features.transform=log_tfidf", "--set", "data.source=svmlight",
       "--set", "data.svmlight.path={d}/tfidf.svm", "--set", "report.category=0"],
      "'log_tfidf' expects word counts"),
@@ -151,14 +157,14 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
 
 
 def test_lr_warm_start_from_nb_and_sklearn_engine(tmp_path):
-    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.init=nb",
-                 "--set", "lr.monitor=true")
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "models.lr.init_from=nb",
+                 "--set", "models.lr.monitor=true")
     assert result.exit_code == 0, result.output
-    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.engine=sklearn")
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL[:4], "--quiet", "--set", "models.sk.kind=sklearn_sgd")
     assert result.exit_code == 0 and "sklearn SGD" in result.output
-    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "lr.init=nb",
-                 "--set", "nb.enabled=false")
-    assert result.exit_code == 2 and "needs Naive Bayes" in result.output
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "models.lr.init_from=nb",
+                 "--set", "models.nb.enabled=false")
+    assert result.exit_code == 2 and "models.lr.init_from = 'nb': expected the name of another enabled" in result.output
 
 
 def test_report_category_by_name(tmp_path):

@@ -20,12 +20,12 @@ def test_config_runs_on_real_data(config, tmp_path):
     if not (SHARED / REAL[config]).is_dir():
         pytest.skip(f"real data not found at {SHARED / REAL[config]}")
     result = CliRunner().invoke(app, ["run", str(ROOT / "configs" / config), "--out", str(tmp_path),
-                                      "--quiet", "--set", "lr.npasses=2"])
+                                      "--quiet", "--set", "models.lr.npasses=2"])
     assert result.exit_code == 0, result.output
     (folder,) = (tmp_path / Path(config).stem).iterdir()
     metrics = pd.read_csv(folder / "metrics.csv")
     assert metrics.groupby("model")["auc"].mean().min() > 0.6  # both learn something real (enron ~0.65)
-    assert (folder / "report.md").is_file() and (folder / "plots" / "auc_scatter.png").is_file()
+    assert (folder / "report.md").is_file() and (folder / "plots" / "auc_scatter_lr_vs_nb.png").is_file()
 
 
 def test_full_rcv1_config_explains_a_missing_cache(tmp_path):

@@ -29,6 +29,8 @@ from mlnb.metrics.ranking import (auc_from_curve, depth_lift, fpr_grid, gains_on
                                   rank_curve, roc_lift, roc_on_grid)
 
 CALIBRATION_BINS = 10
+#: metrics where a smaller value is better (everything else: larger is better)
+LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier")
 PER_CATEGORY_COLUMNS = ["category", "name", "n_pos", "n_neg", "prevalence", "auc",
                         "expected_accuracy", "accuracy", "precision", "recall", "f1",
                         "log_loss", "brier", "tp", "fp", "fn", "tn"]

@@ -21,6 +21,17 @@ Step on minibatch B (m documents; t = step number from 1; lrate per category):
 With texp = vexp = ½ the adagrad step is the classic lrate · G / √ΣG².
 ``step`` returns the minibatch's summed log loss Σ softplus(z) − y·z, measured
 before the update.
+
+With a scale R (V × K, e.g. NB log-count ratios; see ``nb_logistic.py``) the
+same step trains W′ of the re-parameterisation W = R ∘ W′ (a per-word,
+per-category rescaling of the features):
+
+    Z = X_B·(R ∘ W′) + b
+    G = R ∘ (X_Bᵀ·D) / m + l2·W′ + l1·sign(W′)     (the chain rule through R ∘ W′)
+
+and the update above applies to W′. Without a scale (R = None) every kernel
+runs exactly the code it ran before R existed: numba compiles a separate
+specialisation in which the ``R is None`` branches are pruned.
 """
 
 from __future__ import annotations
@@ -51,7 +62,7 @@ class ScipyKernel:
         self.X, self.Y = X, Y
         self.position = np.zeros(X.shape[1], dtype=np.int64)
 
-    def step(self, rows, W, b, S, Sb, lrate, t, adagrad, texp, vexp, eps, l1, l2) -> float:
+    def step(self, rows, W, b, S, Sb, lrate, t, adagrad, texp, vexp, eps, l1, l2, R=None) -> float:
         Xb = self.X[rows]
         m = Xb.shape[0]
         touched = np.zeros(self.X.shape[1], dtype=bool)
@@ -60,11 +71,14 @@ class ScipyKernel:
         self.position[cols] = np.arange(cols.size)
         Xs = sp.csr_matrix((Xb.data, self.position[Xb.indices], Xb.indptr), shape=(m, cols.size))
         Wc = W[cols]  # (|cols|, K)
-        Z = Xs @ Wc + b  # (m, K)
+        Rc = None if R is None else R[cols]  # (|cols|, K)
+        Z = Xs @ (Wc if Rc is None else Rc * Wc) + b  # (m, K)
         Yb = self.Y[rows].toarray().astype(np.float32)
         loss = float(np.sum(np.logaddexp(0.0, Z.astype(np.float64))) - np.sum(Z * Yb, dtype=np.float64))
         D = expit(Z) - Yb
         G = (Xs.T @ D) / np.float32(m)  # (|cols|, K)
+        if Rc is not None:
+            G *= Rc
         if l2:
             G += np.float32(l2) * Wc
         if l1:
@@ -111,8 +125,8 @@ if HAVE_NUMBA:
         return n_touched
 
     @njit(parallel=True, cache=True, fastmath=True)
-    def _forward_product(indptr, indices, data, rows, W, b, Z):
-        """Z = X_B·W + b, parallel over documents."""
+    def _forward_product(indptr, indices, data, rows, W, b, Z, R):
+        """Z = X_B·W + b (R None) or X_B·(R ∘ W) + b, parallel over documents."""
         m, K = Z.shape
         for ii in prange(m):
             r = rows[ii]
@@ -121,8 +135,12 @@ if HAVE_NUMBA:
             for p in range(indptr[r], indptr[r + 1]):
                 j = indices[p]
                 v = data[p]
-                for k in range(K):
-                    Z[ii, k] += v * W[j, k]
+                if R is None:  # pruned at compile time, either way
+                    for k in range(K):
+                        Z[ii, k] += v * W[j, k]
+                else:
+                    for k in range(K):
+                        Z[ii, k] += v * (R[j, k] * W[j, k])
 
     @njit(parallel=True, cache=True, fastmath=True)
     def _residual_and_loss(rows, y_indptr, y_indices, Z):
@@ -149,15 +167,15 @@ if HAVE_NUMBA:
             losses[ii] = loss
         return losses.astype(np.float64).sum()
 
-    def _forward(indptr, indices, data, rows, y_indptr, y_indices, W, b, D):
-        """D = σ(X_B·W + b) − Y_B in place; returns the summed log loss."""
-        _forward_product(indptr, indices, data, rows, W, b, D)
+    def _forward(indptr, indices, data, rows, y_indptr, y_indices, W, b, D, R):
+        """D = σ(X_B·(R ∘ W) + b) − Y_B in place (R None: X_B·W); returns the summed log loss."""
+        _forward_product(indptr, indices, data, rows, W, b, D, R)
         return _residual_and_loss(rows, y_indptr, y_indices, D)
 
     @njit(parallel=True, cache=True, fastmath=True)
     def _backward_update(W, S, G, D, lrate, n_touched, touched, col_ptr, col_doc, col_val, m, step,
-                         t, adagrad, vexp, eps, l1, l2):
-        """For each touched word j: G_j = Σ_i x_ij·D_i / m + regularisation, then update W_j."""
+                         t, adagrad, vexp, eps, l1, l2, R):
+        """For each touched word j: G_j = (R_j ∘) Σ_i x_ij·D_i / m + regularisation, then update W_j."""
         K = W.shape[1]
         inv_m = np.float32(1.0 / m)
         inv_t = np.float32(1.0 / t)
@@ -177,6 +195,9 @@ if HAVE_NUMBA:
             # separate branch-free loops so that each one vectorises
             for k in range(K):
                 g[k] *= inv_m
+            if R is not None:
+                for k in range(K):
+                    g[k] *= R[j, k]
             if l2_32 != 0:
                 for k in range(K):
                     g[k] += l2_32 * W[j, k]
@@ -220,14 +241,14 @@ class NumbaKernel:
         self.G = np.zeros((max_cols, K), dtype=np.float32)
         self.D = np.zeros((min(batch_size, X.shape[0]), K), dtype=np.float32)
 
-    def step(self, rows, W, b, S, Sb, lrate, t, adagrad, texp, vexp, eps, l1, l2) -> float:
+    def step(self, rows, W, b, S, Sb, lrate, t, adagrad, texp, vexp, eps, l1, l2, R=None) -> float:
         X, Y = self.X, self.Y
         D = self.D[:rows.size]
-        loss = _forward(X.indptr, X.indices, X.data, rows, Y.indptr, Y.indices, W, b, D)
+        loss = _forward(X.indptr, X.indices, X.data, rows, Y.indptr, Y.indices, W, b, D, R)
         n_touched = _transpose_batch(X.indptr, X.indices, X.data, rows, self.count, self.slot,
                                      self.touched, self.col_ptr, self.col_doc, self.col_val)
         _backward_update(W, S, self.G, D, lrate, n_touched, self.touched, self.col_ptr, self.col_doc,
-                         self.col_val, rows.size, t ** (-texp), float(t), adagrad, vexp, eps, l1, l2)
+                         self.col_val, rows.size, t ** (-texp), float(t), adagrad, vexp, eps, l1, l2, R)
         _update_bias(b, Sb, D, lrate, t, adagrad, texp, vexp, eps)
         return float(loss)
 

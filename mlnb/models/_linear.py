@@ -71,11 +71,17 @@ class LinearMultilabelModel:
     #: whether W applies to word presence [X > 0] rather than X (Naive Bayes with binarize)
     _scores_presence = False
 
+    def _scoring_matrix(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """The matrix that W multiplies: X itself here. A model whose log-odds are not linear in
+        X (Gaussian Naive Bayes: [X∘X, X]) returns its features of X, one column per row of W."""
+        return X
+
     def _linear_scores(self, X, sigmoid: bool = False) -> np.ndarray:
         self._check_fitted()
         X = as_csr_float32(X)
         self._check_features(X)
-        return linear_scores(X, self.weights_, self.bias_, binary=self._scores_presence, sigmoid=sigmoid)
+        return linear_scores(self._scoring_matrix(X), self.weights_, self.bias_, binary=self._scores_presence,
+                             sigmoid=sigmoid)
 
     def decision_function(self, X) -> np.ndarray:
         """Per-category log-odds z = X·W + b, shape (documents, categories), float32."""

@@ -26,6 +26,7 @@ two-core numba kernel that compute the same thing).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -34,8 +35,41 @@ from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+from mlnb.models.registry import ModelKind
+from mlnb.options import option
 
 UPDATERS = ("adagrad", "sgd")
+
+
+@dataclass
+class EngineOptions:
+    """The minibatch engine's options (shared by ``logistic`` and ``nb_logistic``)."""
+
+    updater: str = option("adagrad", "update rule", choices=UPDATERS)
+    lrate: float = option(0.3, "learning rate", min=0, exclusive_min=True)
+    lrate_per_category: list[float] = option([], "one learning rate per category (overrides lrate)",
+                                             min=0, exclusive_min=True)
+    batch_size: int = option(1000, "documents per minibatch", min=1)
+    npasses: int = option(2, "passes over the training data", min=1)
+    l1: float = option(0.0, "L1 regularisation", min=0)
+    l2: float = option(1e-4, "L2 regularisation (as scikit-learn's SGD alpha default)", min=0)
+    texp: float = option(0.5, "step scale t^(-texp) over minibatches t", min=0)
+    vexp: float = option(0.5, "AdaGrad divides by (mean squared gradient)^vexp", min=0)
+    epsilon: float = option(1e-8, "added to the AdaGrad denominator", min=0)
+    shuffle: bool = option(True, "new random document order every pass")
+    kernel: str = option("numba", "minibatch kernel, two-core numba or scipy reference",
+                         choices=("numba", "scipy"))
+    monitor: bool = option(False, "report the held-out log loss after every pass "
+                           "(display only, never used to choose anything)")
+
+
+@dataclass
+class LogisticOptions(EngineOptions):
+    init_from: str = option("", "name of another model of the study (e.g. a naive_bayes one) whose W and b "
+                            "start training; empty = W = 0, b = each category's training log-odds")
+
+
+_DEFAULTS = LogisticOptions()
 
 
 class LogisticRegression(LinearMultilabelModel, BaseEstimator):
@@ -70,10 +104,14 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     history_ : list of dict, one per pass: training loss (mean log loss per
         document and category, before each update), held-out loss if an
         ``eval_set`` was given, seconds, documents per second, GFLOP/s.
+    weights_prime_ : (V, K) float32, only after ``fit(..., scale=R)``: the trained W′,
+        of which ``weights_`` = R ∘ W′.
     """
 
-    def __init__(self, updater="adagrad", lrate=0.3, batch_size=1000, npasses=2, l1=0.0, l2=1e-4,
-                 texp=0.5, vexp=0.5, epsilon=1e-8, shuffle=True, random_state=0, kernel="numba"):
+    def __init__(self, updater=_DEFAULTS.updater, lrate=_DEFAULTS.lrate, batch_size=_DEFAULTS.batch_size,
+                 npasses=_DEFAULTS.npasses, l1=_DEFAULTS.l1, l2=_DEFAULTS.l2, texp=_DEFAULTS.texp,
+                 vexp=_DEFAULTS.vexp, epsilon=_DEFAULTS.epsilon, shuffle=_DEFAULTS.shuffle, random_state=0,
+                 kernel=_DEFAULTS.kernel):
         self.updater = updater
         self.lrate = lrate
         self.batch_size = batch_size
@@ -109,7 +147,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"lrate must be finite and > 0, got {self.lrate!r}")
         return np.ascontiguousarray(lrate, dtype=np.float32)
 
-    def fit(self, X, Y, coef_init=None, intercept_init=None, eval_set=None):
+    def fit(self, X, Y, coef_init=None, intercept_init=None, eval_set=None, scale=None):
         """Fit W and b on X (n × V) and Y (n × K, 0/1).
 
         coef_init, intercept_init : optional warm start, (V, K) and (K,), e.g.
@@ -117,6 +155,11 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             and b at the training log-odds of each category (its base rate), so
             rare categories need not spend their first steps finding it.
         eval_set : optional (X, Y) whose log loss is reported after every pass.
+        scale : optional R (V, K): train W′ of W = R ∘ W′ instead of W, i.e. a
+            per-category rescaling of the features x̃ = R[:, k] ∘ x (NB-LR's
+            log-count ratios; see ``nb_logistic.py``). Regularisation and the
+            AdaGrad sums then apply to W′, ``coef_init`` is a W′, and
+            ``weights_prime_`` holds W′ beside ``weights_`` = R ∘ W′.
         """
         X = as_csr_float32(X)
         Y = as_label_matrix(Y, X.shape[0]).astype(np.int8)
@@ -135,6 +178,10 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         if W.shape != (V, K) or b.shape != (K,):
             raise MlnbError(f"coef_init must be ({V}, {K}) and intercept_init ({K},); got {W.shape} "
                             f"and {b.shape}")
+        R = None if scale is None else np.ascontiguousarray(scale, dtype=np.float32)  # (V, K)
+        if R is not None and (R.shape != (V, K) or not np.isfinite(R).all()):
+            raise MlnbError(f"scale must be a finite ({V}, {K}) array, got shape {R.shape}")
+        self.__dict__.pop("weights_prime_", None)  # from an earlier fit with a scale
         S = np.zeros((V, K), dtype=np.float32)  # AdaGrad's running sum of squared gradients
         Sb = np.zeros(K, dtype=np.float32)
         batch_size = min(self.batch_size, n)
@@ -155,12 +202,14 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
                 step += 1
                 rows = order[start:start + batch_size]
                 loss += kernel.step(rows, W, b, S, Sb, lrate, step, adagrad, self.texp, self.vexp,
-                                    self.epsilon, self.l1, self.l2)
+                                    self.epsilon, self.l1, self.l2, R)
             seconds = time.perf_counter() - started
             if not (np.isfinite(W).all() and np.isfinite(b).all()):
                 raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {self.lrate} is too large "
                                 "for these data; lower it")
-            self.weights_, self.bias_ = W, b
+            self.weights_, self.bias_ = W if R is None else R * W, b  # with a scale, W is W′
+            if R is not None:
+                self.weights_prime_ = W
             record = {"pass": epoch, "train_loss": loss / (n * K), "seconds": seconds,
                       "docs_per_second": n / seconds, "gflops": 4.0 * X.nnz * K / seconds / 1e9}
             if eval_set is not None:
@@ -182,3 +231,35 @@ def _format_pass(record: dict, npasses: int) -> str:
     return (f"LR pass {record['pass']}/{npasses}: train loss {record['train_loss']:.5f}{heldout}, "
             f"{record['seconds']:.2f} s, {record['docs_per_second']:,.0f} docs/s, "
             f"{record['gflops']:.2f} GFLOP/s")
+
+
+# -- as a model kind of a study ----------------------------------------------------------------
+def engine_params(options: EngineOptions) -> dict:
+    """The estimator's keyword arguments from the engine options (lrate may be one per category)."""
+    return dict(updater=options.updater, lrate=list(options.lrate_per_category) or options.lrate,
+                batch_size=options.batch_size, npasses=options.npasses, l1=options.l1, l2=options.l2,
+                texp=options.texp, vexp=options.vexp, epsilon=options.epsilon, shuffle=options.shuffle,
+                kernel=options.kernel)
+
+
+def _fit_arguments(options: LogisticOptions, fitted: dict, eval_set) -> dict:
+    arguments = {}
+    if options.init_from:
+        start = fitted[options.init_from]
+        if start.weights_.shape[0] != start.n_features_in_:  # e.g. Gaussian NB scores [X∘X, X]
+            raise MlnbError(f"init_from = {options.init_from!r}: its weights are not one row per feature "
+                            f"({start.weights_.shape[0]} rows for {start.n_features_in_} features), so they "
+                            "cannot start a logistic regression; start from a count Naive Bayes model")
+        arguments.update(coef_init=start.weights_, intercept_init=start.bias_)
+    if options.monitor and eval_set is not None:
+        arguments["eval_set"] = eval_set
+    return arguments
+
+
+KIND = ModelKind(
+    name="logistic", estimator=LogisticRegression, options=LogisticOptions,
+    help="logistic regression for all categories at once, minibatch AdaGrad/SGD (BIDMach's GLM)",
+    describe=lambda o: f"Logistic regression ({o.updater}, all categories"
+                       + (f", from {o.init_from}" if o.init_from else "") + ")",
+    params=engine_params, uses=lambda o: [o.init_from] if o.init_from else [],
+    fit_arguments=_fit_arguments)

@@ -15,6 +15,8 @@ fitted; it gets w_k = 0 and the prior log-odds log((N + ½)/(N̄ + ½)).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
@@ -23,9 +25,26 @@ from sklearn.linear_model import SGDClassifier
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+from mlnb.models.registry import ModelKind
+from mlnb.options import option
 
 LEARNING_RATES = ("optimal", "constant", "invscaling", "adaptive")
 PENALTIES = ("l2", "l1", "elasticnet")
+
+
+@dataclass
+class SklearnSGDOptions:
+    learning_rate: str = option("optimal", "scikit-learn's step-size schedule", choices=LEARNING_RATES)
+    eta0: float = option(0.01, "initial step size (not used by 'optimal')", min=0)
+    alpha: float = option(1e-4, "regularisation strength (scikit-learn's default)", min=0)
+    penalty: str = option("l2", "regulariser", choices=PENALTIES)
+    l1_ratio: float = option(0.15, "elastic-net mixing, 0 = l2 .. 1 = l1", min=0, max=1)
+    npasses: int = option(2, "passes (epochs) over the training data, always run in full", min=1)
+    average: bool = option(False, "averaged SGD")
+    n_jobs: int = option(1, "categories fitted in parallel (processes)", min=1)
+
+
+_DEFAULTS = SklearnSGDOptions()
 
 
 def _fit_one_category(X, y, params: dict) -> tuple[np.ndarray, float]:
@@ -58,8 +77,9 @@ class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
         Categories fitted in parallel (joblib processes).
     """
 
-    def __init__(self, learning_rate="optimal", eta0=0.01, alpha=1e-5, penalty="l2", l1_ratio=0.15,
-                 npasses=5, average=False, random_state=0, n_jobs=1):
+    def __init__(self, learning_rate=_DEFAULTS.learning_rate, eta0=_DEFAULTS.eta0, alpha=_DEFAULTS.alpha,
+                 penalty=_DEFAULTS.penalty, l1_ratio=_DEFAULTS.l1_ratio, npasses=_DEFAULTS.npasses,
+                 average=_DEFAULTS.average, random_state=0, n_jobs=_DEFAULTS.n_jobs):
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.alpha = alpha
@@ -114,3 +134,9 @@ class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
         self.weights_ = W  # (V, K)
         self.bias_ = b  # (K,)
         return self
+
+
+KIND = ModelKind(
+    name="sklearn_sgd", estimator=SklearnLogisticRegression, options=SklearnSGDOptions,
+    help="logistic regression by scikit-learn's SGDClassifier, one category at a time (the reference)",
+    describe=lambda o: "Logistic regression (sklearn SGD, one category at a time)")

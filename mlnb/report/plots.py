@@ -1,6 +1,8 @@
 """Matplotlib figures of a study (PNG): the classic NB-vs-LR plots.
 
-Each function takes the study result and a path, draws one figure and saves it.
+Each function takes the study result (or a comparison) and a path, draws one
+figure and saves it. Every model keeps one colour across the plots of a study
+(``style.model_colors``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,19 @@ import matplotlib.ticker
 matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
+from mlnb.report.style import model_colors  # noqa: E402
 from mlnb.study import StudyResult  # noqa: E402
+
+
+def study_colors(result: StudyResult) -> dict[str, str]:
+    return model_colors([run.name for run in result.models])
+
+
+def pair_colors(comparison) -> tuple[str, str]:
+    """Colours of a and b when they come from saved runs (``mlnb compare``)."""
+    return model_colors(["b", "a"])["a"], model_colors(["b", "a"])["b"]
 
 
 def _save(fig, path: Path) -> Path:
@@ -24,17 +37,47 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def _probability_models(result: StudyResult) -> tuple[list, list]:
+    """(runs whose scores are log-odds, names of those whose scores only rank)."""
+    runs = [run for run in result.models if getattr(run.model, "scores_are_log_odds", True)]
+    return runs, [run.name for run in result.models if run not in runs]
+
+
+def _left_out_note(ax, names: list, x: float = 0.01) -> None:
+    if names:
+        ax.text(x, 0.01, f"not shown: {', '.join(names)} (ranking scores, not probabilities)",
+                transform=ax.transAxes, fontsize=7, color="dimgray", ha="left" if x < 0.5 else "right",
+                va="bottom")
+
+
+#: above this many categories a line per model is a blur: points plus a rolling mean instead
+_MANY_CATEGORIES = 150
+
+
 def accuracy_per_category(result: StudyResult, path: Path) -> Path:
-    """Expected accuracy per category index, NB red and LR blue (the RCV1 tutorial's plot),
-    with the test prevalence: accuracy near 1 on rare categories is mostly the base rate."""
+    """Expected accuracy per category index, one colour per model (the RCV1 tutorial's plot: NB red,
+    LR blue), with the test prevalence: accuracy near 1 on rare categories is mostly the base rate.
+    Models whose scores are not probabilities (complement NB) are left out, with a note."""
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    for run in result.models:
-        table = run.evaluation.per_category
-        ax.plot(table["category"], table["expected_accuracy"], "-o", ms=3, lw=1, color=run.color,
-                label=f"{run.label}: mean {run.evaluation.summary['mean_expected_accuracy']:.4f}")
+    colors = study_colors(result)
+    shown, left_out = _probability_models(result)
     table = result.models[0].evaluation.per_category
-    ax.plot(table["category"], 1 - table["prevalence"], ":", color="gray", lw=1,
-            label="always 'no' (1 − prevalence)")
+    many = len(table) > _MANY_CATEGORIES
+    window = max(3, len(table) // 50)
+    for run in shown:
+        values = run.evaluation.per_category["expected_accuracy"]
+        label = f"{run.name}: mean {run.evaluation.summary['mean_expected_accuracy']:.4f}"
+        if many:
+            ax.plot(table["category"], values, ".", ms=2, alpha=0.35, color=colors[run.name])
+            ax.plot(table["category"], values.rolling(window, center=True, min_periods=1).mean(), lw=1.5,
+                    color=colors[run.name], label=label + f" (line: rolling mean of {window})")
+        else:
+            ax.plot(table["category"], values, "-o", ms=3, lw=1, color=colors[run.name], label=label)
+    baseline = 1 - table["prevalence"]
+    if many:
+        baseline = baseline.rolling(window, center=True, min_periods=1).mean()
+    ax.plot(table["category"], baseline, ":", color="gray", lw=1, label="always 'no' (1 − prevalence)")
+    _left_out_note(ax, left_out)
     ax.set_xlabel("category index")
     ax.set_ylabel("expected accuracy  mean(p·y + (1−p)(1−y))")
     ax.set_title("Per-category expected accuracy on the test set")
@@ -60,11 +103,12 @@ def _category_title(result: StudyResult, k: int) -> str:
 def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
     """Exact ROC curves of every model for category k, with the chance diagonal."""
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    colors = study_colors(result)
     for run in result.models:
         curve = run.evaluation.curves[k]
         if curve.defined:
             auc = run.evaluation.per_category["auc"][k]
-            ax.plot(curve.fpr, curve.tpr, color=run.color, lw=1.5, label=f"{run.label}: AUC {auc:.4f}")
+            ax.plot(curve.fpr, curve.tpr, color=colors[run.name], lw=1.5, label=f"{run.name}: AUC {auc:.4f}")
     ax.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="chance")
     _note_if_undefined(ax, result, k)
     ax.set_xlabel("false positive rate")
@@ -81,13 +125,16 @@ def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
     """Left: ROC lift TPR/FPR on the FPR grid. Right: lift by depth (precision at depth /
     base rate) over the share of documents targeted."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    colors = study_colors(result)
     for run in result.models:
         ev = run.evaluation
-        left.plot(ev.grid[1:], ev.roc_lift[k], color=run.color, lw=1.5, label=run.label)
-        right.plot(ev.grid[1:], ev.depth_lift[k], color=run.color, lw=1.5, label=run.label)
+        left.plot(ev.grid[1:], ev.roc_lift[k], color=colors[run.name], lw=1.5, label=run.name)
+        right.plot(ev.grid[1:], ev.depth_lift[k], color=colors[run.name], lw=1.5, label=run.name)
     for ax in (left, right):
         ax.axhline(1.0, ls="--", color="gray", lw=1, label="random (lift 1)")
         ax.set_yscale("log")
+        # 1, 2, 5, 10, 20, ...: a lift of 1 to 8 would otherwise show a single tick label
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
@@ -104,25 +151,21 @@ def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
     return _save(fig, path)
 
 
-def auc_scatter(result: StudyResult, path: Path) -> Path:
-    """AUC of NB against LR per category, coloured by training positives (log scale)."""
-    if len(result.models) < 2:
-        return None
-    a, b = result.models[0], result.models[1]
-    x, y = a.evaluation.per_category["auc"], b.evaluation.per_category["auc"]
+def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
+    """AUC of model b (x) against model a (y) per category, coloured by training positives (log scale)."""
+    x, y = comparison.table["auc_b"].to_numpy(), comparison.table["auc_a"].to_numpy()
     fig, ax = plt.subplots(figsize=(6, 5.5))
-    positives = np.maximum(result.train_positives, 1)
+    positives = np.maximum(np.asarray(comparison.table["train_pos"]), 1)
     points = ax.scatter(x, y, c=np.log10(positives), cmap="viridis", s=18, edgecolor="k", lw=0.3)
     low = np.nanmin(np.r_[x, y, 1.0])
     low = max(0.0, min(low, 0.5) - 0.02) if np.isfinite(low) else 0.0
     ax.plot([low, 1], [low, 1], "--", color="gray", lw=1, label="equal AUC")
     ax.set_xlim(low, 1.005)
     ax.set_ylim(low, 1.005)
-    ax.set_xlabel(f"AUC, {a.label}")
-    ax.set_ylabel(f"AUC, {b.label}")
-    above = int(np.sum(y > x))
-    ax.set_title(f"Per-category AUC: {b.key.upper()} higher in {above}, "
-                 f"{a.key.upper()} higher in {int(np.sum(x > y))}", fontsize=10)
+    ax.set_xlabel(f"AUC, {comparison.name_b}: {comparison.label_b}", fontsize=8)
+    ax.set_ylabel(f"AUC, {comparison.name_a}: {comparison.label_a}", fontsize=8)
+    ax.set_title(f"Per-category AUC: {comparison.name_a} higher in {int(np.sum(y > x))}, "
+                 f"{comparison.name_b} higher in {int(np.sum(x > y))}", fontsize=10)
     fig.colorbar(points, ax=ax, label="log10 training positives")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
@@ -134,13 +177,17 @@ def calibration(result: StudyResult, path: Path) -> Path:
     mean predicted probability per bin, with the pair counts below (log scale)."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
     top.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="perfectly calibrated")
-    width = 1.0 / len(result.models[0].evaluation.calibration) / (len(result.models) + 0.5)
-    for i, run in enumerate(result.models):
+    shown, left_out = _probability_models(result)
+    width = 1.0 / len(result.models[0].evaluation.calibration) / (len(shown) + 0.5)
+    colors = study_colors(result)
+    _left_out_note(top, left_out, x=0.99)
+    for i, run in enumerate(shown):
         table = run.evaluation.calibration
         summary = run.evaluation.summary
-        top.plot(table["mean_predicted"], table["observed_rate"], "-o", color=run.color, ms=4,
-                 label=f"{run.label}: Brier {summary['mean_brier']:.4f}, log loss {summary['mean_log_loss']:.4f}")
-        bottom.bar(table["lower"] + (i + 0.75) * width, table["count"], width=width, color=run.color, alpha=0.8)
+        top.plot(table["mean_predicted"], table["observed_rate"], "-o", color=colors[run.name], ms=4,
+                 label=f"{run.name}: Brier {summary['mean_brier']:.4f}, log loss {summary['mean_log_loss']:.4f}")
+        bottom.bar(table["lower"] + (i + 0.75) * width, table["count"], width=width, color=colors[run.name],
+                   alpha=0.8)
     top.set_ylabel("observed share of positives")
     top.set_title("Calibration (reliability) over all document-category pairs", fontsize=10)
     top.set_xlim(0, 1)
@@ -158,9 +205,11 @@ def auc_by_frequency(result: StudyResult, path: Path) -> Path:
     """Per-category AUC against the number of training positives (log scale), per model."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     positives = np.maximum(result.train_positives, 0.8)  # categories without positives at the left edge
-    for run in result.models:
-        ax.scatter(positives, run.evaluation.per_category["auc"], s=16, color=run.color, alpha=0.75,
-                   label=run.label)
+    colors = study_colors(result)
+    markers = "os^Dv<>phX"
+    for i, run in enumerate(result.models):
+        ax.scatter(positives, run.evaluation.per_category["auc"], s=16, color=colors[run.name], alpha=0.7,
+                   marker=markers[i % len(markers)], label=run.name)
     ax.axhline(0.5, ls="--", color="gray", lw=1, label="chance")
     ax.set_xscale("log")
     ax.set_xlabel("training documents in the category (log scale)")
@@ -171,32 +220,36 @@ def auc_by_frequency(result: StudyResult, path: Path) -> Path:
     return _save(fig, path)
 
 
-def auc_difference(comparison, path: Path) -> Path:
+def auc_difference(comparison, path: Path, colors: tuple[str, str]) -> Path:
     """AUC(a) − AUC(b) per category, categories ordered by training frequency; bars of
-    categories whose DeLong test is significant after Holm are coloured."""
+    categories whose DeLong test is significant after Holm take the colour of the model that
+    is higher (``colors`` = a's, b's)."""
     table = comparison.table.sort_values("train_pos", kind="stable")
     table = table[table["difference"].notna()]
+    difference = table["difference"].to_numpy()
     significant = (table["p_holm"] < comparison.alpha).to_numpy()
     x = np.arange(len(table))
-    colors = np.where(table["difference"] > 0, "tab:blue", "tab:red")
     fig, ax = plt.subplots(figsize=(11, 4.5))
-    ax.bar(x[~significant], table["difference"].to_numpy()[~significant], color="lightgray",
-           label="not significant")
-    for color, name in (("tab:blue", comparison.label_a), ("tab:red", comparison.label_b)):
-        chosen = significant & (colors == color)
-        ax.bar(x[chosen], table["difference"].to_numpy()[chosen], color=color,
-               label=f"{name} significantly higher (Holm p < {comparison.alpha:g})")
+    groups = [(~significant, "lightgray", "not significant"),
+              (significant & (difference > 0), colors[0], f"{comparison.name_a} significantly higher"),
+              (significant & (difference < 0), colors[1], f"{comparison.name_b} significantly higher")]
+    handles = []
+    for chosen, color, name in groups:
+        ax.bar(x[chosen], difference[chosen], color=color, width=1.0 if len(x) > 200 else 0.8)
+        # explicit legend patches: an empty bar group has no colour of its own to show
+        handles.append(Patch(color=color, label=f"{name} ({int(chosen.sum())})"))
     ax.axhline(0, color="black", lw=0.8)
     step = max(1, len(table) // 12)
     ax.set_xticks(x[::step])
     ax.set_xticklabels(table["train_pos"].to_numpy()[::step])
     ax.set_xlabel("categories, ordered by training documents (tick labels: training documents)")
-    ax.set_ylabel("AUC difference")
+    ax.set_ylabel(f"AUC({comparison.name_a}) − AUC({comparison.name_b})")
     sign = comparison.sign
-    ax.set_title(f"AUC({comparison.label_a}) − AUC({comparison.label_b}) per category; higher in "
-                 f"{sign.wins}, lower in {sign.losses}, sign test p = {sign.p_value:.2g}", fontsize=9)
+    ax.set_title(f"{comparison.name_a}: {comparison.label_a}\n{comparison.name_b}: {comparison.label_b}\n"
+                 f"{comparison.name_a} higher in {sign.wins}, lower in {sign.losses} categories; sign test "
+                 f"p = {sign.p_value:.2g}; Holm p < {comparison.alpha:g} counts as significant", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, fontsize=8)
     return _save(fig, path)
 
 
@@ -237,30 +290,32 @@ def sweep_plot(sweep, path: Path) -> Path | None:
         fig.colorbar(image, ax=ax, label=f"validation {what}")
     else:
         return None
-    ax.set_title(f"sweep of {sweep.model.upper()}: best {metric} {sweep.best[metric]:.4f} at "
-                 + ", ".join(f"{k}={sweep.best[k]}" for k in keys), fontsize=9)
+    ax.set_title(f"sweep of {sweep.model}: best {metric} {sweep.best[metric]:.4f} at\n"
+                 + ",\n".join(f"{k} = {sweep.best[k]}" for k in keys), fontsize=9)
     return _save(fig, path)
 
 
 def learning_curve(curve, metric: str, path: Path) -> Path:
     """Mean test metric over seeds against training size (log), min–max band, crossings marked."""
-    from mlnb.study import MODEL_COLORS
-
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    colors = model_colors(curve.labels)
     grouped = curve.table.groupby(["model", "size"])[metric].agg(["mean", "min", "max"]).reset_index()
-    for key, part in grouped.groupby("model"):
-        color = MODEL_COLORS.get(key, "black")
-        ax.plot(part["size"], part["mean"], "-o", ms=4, color=color, label=curve.labels.get(key, key))
-        ax.fill_between(part["size"], part["min"], part["max"], color=color, alpha=0.2)
-    for size in curve.crossings.get(metric, []):
-        ax.axvline(size, ls=":", color="black", lw=1)
-        ax.annotate(f"curves cross at ~{size:,.0f}", (size, ax.get_ylim()[0]), xytext=(4, 8),
-                    textcoords="offset points", fontsize=8)
+    for name in curve.labels:
+        part = grouped[grouped["model"] == name]
+        ax.plot(part["size"], part["mean"], "-o", ms=4, color=colors[name], label=name)
+        ax.fill_between(part["size"], part["min"], part["max"], color=colors[name], alpha=0.2)
+    for pair, found in curve.crossings.items():
+        for size in found.get(metric, []):
+            ax.axvline(size, ls=":", color="black", lw=1)
+            ax.annotate(f"{pair.replace('-vs-', ' = ')} at ~{size:,.0f}", (size, 0.02), xytext=(4, 0),
+                        xycoords=("data", "axes fraction"), textcoords="offset points", fontsize=7,
+                        rotation=90, va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel("training documents (log scale)")
     ax.set_ylabel(f"test {metric}")
     seeds = curve.table["seed"].nunique()
     ax.set_title(f"Learning curve: mean over {seeds} seeds, band = min..max", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower right")
+    # outside the axes: inside, a legend hides points and crossing labels wherever it is put
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return _save(fig, path)

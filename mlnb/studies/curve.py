@@ -1,18 +1,18 @@
-"""Learning curves: NB and LR trained on growing samples of the training part (Ng & Jordan 2001).
+"""Learning curves: every model trained on growing samples of the training part (Ng & Jordan 2001).
 
-For each training size (log-spaced by default) and each of several seeds, both
-models are fitted on a seeded sample of that many training documents and
-evaluated on the whole test part. The curves show each metric's mean over the
-seeds, with the min–max spread, and where the two models' means cross:
+For each training size (log-spaced by default) and each of several seeds, every
+model of the study is fitted on a seeded sample of that many training documents
+and evaluated on the whole test part, by the study's own loop
+(``mlnb.study.run_models``, so every ``eval.*`` key counts). The curves show
+each metric's mean over the seeds, with the min–max spread, and where the mean
+curves of each compared pair (``report.compare``) cross:
 Naive Bayes tends to approach its (higher) asymptotic error sooner, logistic
 regression to overtake it with more data.
 """
 
 from __future__ import annotations
 
-import time
-import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -20,8 +20,7 @@ import pandas as pd
 from mlnb import progress
 from mlnb.config import StudyConfig
 from mlnb.errors import MlnbError
-from mlnb.metrics.evaluation import evaluate
-from mlnb.study import build_models, fit_options, prepare_data
+from mlnb.study import model_labels, prepare_data, run_models
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
 
@@ -40,8 +39,8 @@ def training_sizes(requested: list[int], n_train: int, points: int = 8) -> list[
 class CurveResult:
     config: StudyConfig
     table: pd.DataFrame  # one row per model × size × seed
-    labels: dict  # model key -> label
-    crossings: dict  # metric -> list of training sizes where the mean curves cross
+    labels: dict  # model name -> label
+    crossings: dict  # "a-vs-b" -> {metric -> training sizes where the mean curves of a and b cross}
 
 
 def crossings(sizes: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -61,29 +60,20 @@ def run_curve(config: StudyConfig) -> CurveResult:
     Y_test = dataset.Y_test
     X_test = X_all[dataset.test_index]
     sizes = training_sizes(config.curve.sizes, dataset.train_index.size)
-    models = build_models(config)
     jobs = [(size, seed) for size in sizes for seed in range(config.curve.seeds)]
     rows = []
     for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
         sample = dataset.subsample_train(size, seed=config.seed * 1_000 + seed)
         X, Y = X_all[sample.train_index], dataset.Y[sample.train_index]
-        seeded = replace(config, seed=config.seed * 1_000 + seed)
-        fitted = {}
-        for key, (label, model) in build_models(seeded).items():  # NB first: LR may start from it
-            started = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model.fit(X, Y, **fit_options(seeded, key, fitted.get("nb")))
-            fitted[key] = model
-            seconds = time.perf_counter() - started
-            summary = evaluate(Y_test, model.decision_function(X_test), curve_categories=[]).summary
-            rows.append({"model": key, "size": size, "seed": seed, "fit_seconds": seconds,
-                         **{m: summary[m] for m in CURVE_METRICS}})
+        for run in run_models(config, X, Y, X_test, Y_test, dataset.category_names, curve_categories=[],
+                              seed=config.seed * 1_000 + seed):
+            rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
+                         **{m: run.evaluation.summary[m] for m in CURVE_METRICS}})
     table = pd.DataFrame(rows)
+    means = table.groupby(["model", "size"])[list(CURVE_METRICS)].mean()
     found = {}
-    if set(table["model"]) >= {"nb", "lr"}:
-        means = table.groupby(["model", "size"])[list(CURVE_METRICS)].mean()
-        for metric in CURVE_METRICS:
-            found[metric] = crossings(np.array(sizes), means.loc["lr"][metric].to_numpy(),
-                                      means.loc["nb"][metric].to_numpy())
-    return CurveResult(config=config, table=table, labels={k: v[0] for k, v in models.items()}, crossings=found)
+    for name_a, name_b in config.compared_pairs():
+        found[f"{name_a}-vs-{name_b}"] = {
+            metric: crossings(np.array(sizes), means.loc[name_a][metric].to_numpy(),
+                              means.loc[name_b][metric].to_numpy()) for metric in CURVE_METRICS}
+    return CurveResult(config=config, table=table, labels=model_labels(config), crossings=found)

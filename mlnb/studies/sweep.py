@@ -1,9 +1,10 @@
-"""Grid (or seeded random) search over nb.* / lr.* keys, scored on a validation split.
+"""Grid (or seeded random) search over any model's keys (models.<name>.*), scored on a validation split.
 
 The validation documents are carved, with the run's seed, from the *training*
 part; the test part is never read. Each setting is a copy of the study config
 with the setting's keys overridden (validated like any config), its model
-fitted on the rest of the training part and scored on the validation part.
+(with the models it starts from) fitted on the rest of the training part and
+scored on the validation part by the study's own loop (``mlnb.study.run_models``).
 The best setting maximises the chosen metric (minimises it for log loss and
 Brier), either a summary metric over all categories or one category's metric
 (the RCV1 tutorial asks for the best learning rate and batch size for
@@ -13,8 +14,6 @@ category 6).
 from __future__ import annotations
 
 import itertools
-import time
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,26 +24,25 @@ from mlnb.config import PER_CATEGORY_METRICS, StudyConfig, parse_override, toml_
 from mlnb.data.dataset import Dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
-from mlnb.metrics.evaluation import evaluate
-from mlnb.study import build_models, fit_options, prepare_data
-
-LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier")
+from mlnb.metrics.evaluation import LOWER_IS_BETTER
+from mlnb.study import prepare_data, run_models
 
 
 def parse_params(texts: list[str]) -> dict[str, list]:
-    """['lr.lrate=0.1,0.3'] -> {'lr.lrate': [0.1, 0.3]} (each value read as TOML, else a string)."""
+    """['models.lr.lrate=0.1,0.3'] -> {'models.lr.lrate': [0.1, 0.3]} (each value read as TOML, else a string)."""
     grid: dict[str, list] = {}
     for text in texts:
         key, sep, values = text.partition("=")
         key = key.strip()
         if not sep or not values.strip():
-            raise MlnbError(f"sweep.params {text!r}: expected 'key=v1,v2,...', e.g. 'lr.lrate=0.1,0.3,1'")
-        if key.split(".")[0] not in ("nb", "lr"):
-            raise MlnbError(f"sweep.params {text!r}: only nb.* and lr.* keys can be swept (data and "
+            raise MlnbError(f"sweep.params {text!r}: expected 'key=v1,v2,...', e.g. 'models.lr.lrate=0.1,0.3,1'")
+        parts = key.split(".")
+        if parts[0] != "models" or len(parts) < 3:
+            raise MlnbError(f"sweep.params {text!r}: only models.<name>.* keys can be swept (data and "
                             "features stay fixed so that settings are compared on the same documents)")
         grid[key] = [parse_override(f"{key}={v.strip()}")[1] for v in values.split(",")]
     if not grid:
-        raise MlnbError("sweep.params: nothing to sweep; give e.g. --param lr.lrate=0.1,0.3,1")
+        raise MlnbError("sweep.params: nothing to sweep; give e.g. --param models.lr.lrate=0.1,0.3,1")
     return grid
 
 
@@ -83,10 +81,11 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     """Score every setting of the grid on the validation split; ``dataset`` defaults to the config's."""
     s = config.sweep
     grid = parse_params(params)
-    sections = {key.split(".")[0] for key in grid}
-    model = s.model if s.model != "auto" else (sections.pop() if len(sections) == 1 else None)
+    swept_models = sorted({key.split(".")[1] for key in grid})
+    model = s.model if s.model != "auto" else (swept_models[0] if len(swept_models) == 1 else None)
     if model is None:
-        raise MlnbError("sweep.model: the grid mixes nb.* and lr.* keys; say which model decides (nb or lr)")
+        raise MlnbError(f"sweep.model: the grid sweeps keys of several models ({', '.join(swept_models)}); "
+                        "say which model's metric decides")
     per_category = s.metric in PER_CATEGORY_METRICS
     if per_category != (s.category >= 0):
         raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = {s.category}: a per-category metric "
@@ -106,7 +105,7 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
                                          origin="sweep.params"))
                 for setting in _settings(grid, s.random_samples, config.seed)]
     for _, setting_config in settings:
-        _check_keys_matter(grid, model, setting_config)
+        _check_keys_matter(grid, setting_config)
     features = FeatureTransform(config.features.transform, config.features.min_df, config.features.max_features)
     features.fit(split.X_train)
     X_fit, Y_fit = features.transform(split.X_train), split.Y_train
@@ -116,12 +115,12 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
         row = {**setting, s.metric: np.nan, "macro_auc": np.nan, "micro_f1": np.nan, "fit_seconds": np.nan,
                "error": ""}
         try:
-            estimator, seconds = _fit_setting(setting_config, model, X_fit, Y_fit)
+            (run,) = run_models(setting_config, X_fit, Y_fit, X_val, Y_val, dataset.category_names,
+                                wanted=[model])
         except MlnbError as error:  # e.g. a learning rate that overflows: record it, go on
             rows.append({**row, "error": str(error)})
             continue
-        evaluation = evaluate(Y_val, estimator.decision_function(X_val), dataset.category_names,
-                              config.eval.threshold, config.eval.roc_points, curve_categories=[])
+        evaluation, seconds = run.evaluation, run.fit_seconds
         value = (evaluation.per_category[s.metric][s.category] if per_category else evaluation.summary[s.metric])
         rows.append({**row, s.metric: float(value), "macro_auc": evaluation.summary["macro_auc"],
                      "micro_f1": evaluation.summary["micro_f1"], "fit_seconds": seconds})
@@ -134,35 +133,14 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
                        n_validation=int(X_val.shape[0]))
 
 
-_SKLEARN_ENGINE_KEYS = ("lr.npasses", "lr.engine", "lr.enabled")
-
-
-def _check_keys_matter(grid: dict, model: str, config: StudyConfig) -> None:
-    """Refuse a grid key that the chosen engine ignores: its rows would differ only by noise."""
-    if model != "lr":
-        return
+def _check_keys_matter(grid: dict, config: StudyConfig) -> None:
+    """Refuse a grid key of a disabled model, or one its own options make idle: the rows would
+    differ only by noise."""
+    enabled = {spec.name: spec for spec in config.study_models()}
     for key in grid:
-        sklearn_key = key.startswith("lr.sklearn.") or key in _SKLEARN_ENGINE_KEYS
-        mlnb_key = not key.startswith("lr.sklearn.")
-        if config.lr.engine == "sklearn" and not sklearn_key:
-            raise MlnbError(f"sweep.params: {key} does nothing with lr.engine = 'sklearn' (sweep lr.sklearn.* keys)")
-        if config.lr.engine == "mlnb" and not mlnb_key:
-            raise MlnbError(f"sweep.params: {key} does nothing with lr.engine = 'mlnb'")
-        if key == "lr.lrate" and config.lr.lrate_per_category:
-            raise MlnbError("sweep.params: lr.lrate does nothing while lr.lrate_per_category is set")
-
-
-def _fit_setting(config: StudyConfig, model: str, X, Y):
-    """Fit the decisive model of one setting (after NB when LR starts from it)."""
-    models = build_models(replace(config, nb=replace(config.nb, enabled=True),
-                                  lr=replace(config.lr, enabled=model == "lr")))
-    fitted_nb = None
-    started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if model == "nb" or config.lr.init == "nb":
-            fitted_nb = models["nb"][1].fit(X, Y)
-        if model == "lr":
-            models["lr"][1].fit(X, Y, **fit_options(config, "lr", fitted_nb))
-    return models[model][1], time.perf_counter() - started
-
+        name, option = key.split(".")[1], key.split(".")[2]
+        if name not in enabled:
+            raise MlnbError(f"sweep.params: {key}: model {name!r} is not an enabled model of the study "
+                            f"({', '.join(enabled)})")
+        if option == "lrate" and getattr(enabled[name].options, "lrate_per_category", None):
+            raise MlnbError(f"sweep.params: {key} does nothing while models.{name}.lrate_per_category is set")

@@ -2,22 +2,12 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression as SklearnLR
 
 from mlnb import LogisticRegression, MlnbError, NaiveBayes
 
 KERNELS = ["numba", "scipy"]
 
-
-@pytest.fixture(scope="module")
-def tiny():
-    rng = np.random.default_rng(0)
-    X = sp.random(60, 12, density=0.4, format="csr", random_state=1, dtype=np.float32)
-    X.data = np.round(X.data * 3 + 1).astype(np.float32)
-    w_true = rng.normal(size=(12, 3))
-    Y = (X @ w_true + rng.normal(size=(60, 3)) > 1.0).astype(int)
-    return X, Y
 
 
 def objective(X, Y, W, b, l2, l1=0.0):

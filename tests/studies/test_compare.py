@@ -19,19 +19,37 @@ def run(tmp_path, *extra):
 def test_run_includes_a_paired_comparison(tmp_path):
     folder = run(tmp_path)
     table = pd.read_csv(folder / "comparison.csv")
-    summary = json.loads((folder / "summary.json").read_text())["comparison"]
-    assert len(table) == 103
+    (summary,) = json.loads((folder / "summary.json").read_text())["comparisons"]
+    assert len(table) == 103 and set(table["a"]) == {"lr"} and set(table["b"]) == {"nb"}
+    assert (summary["a"], summary["b"]) == ("lr", "nb")
     defined = table["p_value"].notna()
     assert (table.loc[defined, "p_holm"] >= table.loc[defined, "p_value"]).all()
     counts = [summary[k] for k in ("a_significantly_better", "b_significantly_better",
                                    "no_significant_difference", "not_testable")]
     assert sum(counts) == 103
-    assert (folder / "plots" / "auc_difference.png").is_file() and (folder / "scores.npz").is_file()
+    assert (folder / "plots" / "auc_difference_lr_vs_nb.png").is_file() and (folder / "scores.npz").is_file()
+
+
+def test_explicit_pairs_of_several_models(tmp_path):
+    folder = run(tmp_path, "--set", "models.cnb.kind=naive_bayes", "--set", "models.cnb.event_model=bernoulli",
+                 "--set", 'report.compare=[["lr", "nb"], ["cnb", "lr"]]')
+    table = pd.read_csv(folder / "comparison.csv")
+    assert sorted(set(zip(table["a"], table["b"]))) == [("cnb", "lr"), ("lr", "nb")]
+    assert {p.name for p in (folder / "plots").glob("auc_*_vs_*.png")} == {
+        "auc_difference_lr_vs_nb.png", "auc_scatter_lr_vs_nb.png",
+        "auc_difference_cnb_vs_lr.png", "auc_scatter_cnb_vs_lr.png"}
+    report = (folder / "report.md").read_text()
+    assert "## Paired comparison: cnb (a) against lr (b)" in report
+
+
+def test_no_pairs_when_paired_tests_are_off(tmp_path):
+    folder = run(tmp_path, "--set", "report.paired_tests=false")
+    assert not (folder / "comparison.csv").exists() and not list((folder / "plots").glob("auc_difference*"))
 
 
 def test_compare_two_runs_and_within_one(tmp_path):
     first = run(tmp_path / "a")
-    second = run(tmp_path / "b", "--set", "lr.lrate=0.05")
+    second = run(tmp_path / "b", "--set", "models.lr.lrate=0.05")
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["compare", str(first), str(second), "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -40,6 +58,9 @@ def test_compare_two_runs_and_within_one(tmp_path):
     assert (folder / "comparison.csv").is_file() and (folder / "plots" / "auc_difference.png").is_file()
     within = CliRunner().invoke(app, ["compare", str(first), "--out", str(out)])
     assert within.exit_code == 0, within.output
+    assert "a = Logistic regression" in within.output and "b = Naive Bayes" in within.output  # lr − nb
+    unknown = CliRunner().invoke(app, ["compare", str(first), "--model-a", "svm", "--out", str(out)])
+    assert unknown.exit_code == 2 and "no model 'svm'; it has nb, lr" in unknown.output
 
 
 def test_compare_refuses_different_test_documents(tmp_path):

@@ -14,12 +14,12 @@ SMALL = ["data.synthetic.n_documents=2500", "data.synthetic.n_features=1500", "d
 
 
 def test_parse_params():
-    assert parse_params(["lr.lrate=0.1, 0.3", "nb.event_model=multinomial,bernoulli"]) == {
-        "lr.lrate": [0.1, 0.3], "nb.event_model": ["multinomial", "bernoulli"]}
-    with pytest.raises(MlnbError, match="only nb.\\* and lr.\\* keys"):
+    assert parse_params(["models.lr.lrate=0.1, 0.3", "models.nb.event_model=multinomial,bernoulli"]) == {
+        "models.lr.lrate": [0.1, 0.3], "models.nb.event_model": ["multinomial", "bernoulli"]}
+    with pytest.raises(MlnbError, match="only models.<name>.\\* keys"):
         parse_params(["data.test_fraction=0.1,0.2"])
     with pytest.raises(MlnbError, match="expected 'key=v1,v2,...'"):
-        parse_params(["lr.lrate"])
+        parse_params(["models.lr.lrate"])
 
 
 def test_sweep_never_reads_the_test_part(small_corpus):
@@ -30,7 +30,7 @@ def test_sweep_never_reads_the_test_part(small_corpus):
     poisoned = Dataset(X=X, Y=small_corpus.Y, category_names=small_corpus.category_names,
                        train_index=small_corpus.train_index, test_index=small_corpus.test_index)
     config = load_config(None, ["sweep.metric=auc", "sweep.category=0"])
-    result = run_sweep(config, ["nb.alpha=0.1,1.0", "nb.event_model=multinomial,bernoulli"], dataset=poisoned)
+    result = run_sweep(config, ["models.nb.alpha=0.1,1.0", "models.nb.event_model=multinomial,bernoulli"], dataset=poisoned)
     assert len(result.table) == 4 and result.model == "nb"
     assert result.best["auc"] == result.table["auc"].max()
     assert result.n_fit + result.n_validation == small_corpus.train_index.size
@@ -44,23 +44,23 @@ def test_validation_split_is_inside_the_training_part(small_corpus):
 
 def test_sweep_command_end_to_end_with_heatmap(tmp_path):
     args = ["sweep", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet",
-            "--param", "lr.lrate=0.1,0.3", "--param", "lr.batch_size=100,500",
+            "--param", "models.lr.lrate=0.1,0.3", "--param", "models.lr.batch_size=100,500",
             "--set", "sweep.metric=auc", "--set", "sweep.category=0"] + [a for s in SMALL for a in ("--set", s)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     (folder,) = (tmp_path / "quickstart-sweep").iterdir()
     assert (folder / "sweep.csv").is_file() and (folder / "plots" / "sweep.png").is_file()
-    assert "best: lr.lrate = " in result.output
+    assert "best: models.lr.lrate = " in result.output
 
 
 @pytest.mark.parametrize("extra, message", [
     (["--set", "sweep.metric=auc"], "needs a category >= 0"),
-    (["--param", "lr.lrate=0.1", "--param", "nb.alpha=1,2"], "mixes nb.\\* and lr.\\* keys"),
-    (["--param", "lr.lrate=0,1"], "lr.lrate: expected a value > 0"),
+    (["--param", "models.lr.lrate=0.1", "--param", "models.nb.alpha=1,2"], "sweeps keys of several models \\(lr, nb\\)"),
+    (["--param", "models.lr.lrate=0,1"], "models.lr.lrate: expected a value > 0"),
 ])
 def test_sweep_errors(tmp_path, extra, message):
     args = ["sweep", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet"] + \
-        (extra if "--param" in extra else ["--param", "lr.lrate=0.1,0.3", *extra]) + \
+        (extra if "--param" in extra else ["--param", "models.lr.lrate=0.1,0.3", *extra]) + \
         [a for s in SMALL for a in ("--set", s)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
@@ -69,17 +69,32 @@ def test_sweep_errors(tmp_path, extra, message):
 
 
 def test_diverging_setting_is_recorded_not_fatal_and_init_nb_is_used(small_corpus):
-    config = load_config(None, ["lr.updater=sgd", "lr.batch_size=200"])
-    result = run_sweep(config, ["lr.lrate=0.1,1e38"], dataset=small_corpus)
-    bad = result.table[result.table["lr.lrate"] == 1e38].iloc[0]
+    config = load_config(None, ["models.lr.updater=sgd", "models.lr.batch_size=200"])
+    result = run_sweep(config, ["models.lr.lrate=0.1,1e38"], dataset=small_corpus)
+    bad = result.table[result.table["models.lr.lrate"] == 1e38].iloc[0]
     assert np.isnan(bad["macro_auc"]) and "overflowed" in bad["error"]
-    assert result.best["lr.lrate"] == 0.1
-    warm = run_sweep(load_config(None, ["lr.batch_size=200"]), ["lr.init=zeros,nb"], dataset=small_corpus)
+    assert result.best["models.lr.lrate"] == 0.1
+    warm = run_sweep(load_config(None, ["models.lr.batch_size=200"]), ['models.lr.init_from="",nb'],
+                     dataset=small_corpus)
     assert warm.table["macro_auc"].nunique() == 2
 
 
-def test_keys_the_engine_ignores_are_refused(small_corpus):
-    with pytest.raises(MlnbError, match="does nothing with lr.engine = 'sklearn'"):
-        run_sweep(load_config(None, ["lr.engine=sklearn"]), ["lr.lrate=0.1,0.3"], dataset=small_corpus)
-    with pytest.raises(MlnbError, match="sweep.params: nb.event_model: expected one of"):
-        run_sweep(load_config(None), ["nb.event_model=bernoulli,foo"], dataset=small_corpus)
+def test_keys_of_idle_or_missing_models_are_refused(small_corpus):
+    with pytest.raises(MlnbError, match="model 'lr' is not an enabled model of the study"):
+        run_sweep(load_config(None, ["models.lr.enabled=false"]), ["models.lr.lrate=0.1,0.3"], dataset=small_corpus)
+    with pytest.raises(MlnbError, match="does nothing while models.lr.lrate_per_category is set"):
+        run_sweep(load_config(None, ["models.lr.lrate_per_category=[0.1, 0.2]"]), ["models.lr.lrate=0.1,0.3"],
+                  dataset=small_corpus)
+    with pytest.raises(MlnbError, match="sweep.params: models.nb.event_model: expected one of"):
+        run_sweep(load_config(None), ["models.nb.event_model=bernoulli,foo"], dataset=small_corpus)
+    with pytest.raises(MlnbError, match=r"\[models.cnb\] has no 'kind'"):
+        run_sweep(load_config(None), ["models.cnb.alpha=1,2"], dataset=small_corpus)
+
+
+def test_sweep_any_model_of_a_four_model_study(small_corpus):
+    """A key of the third model is swept; only that model is fitted and it decides."""
+    config = load_config(None, ["models.cnb.kind=naive_bayes", "models.cnb.event_model=bernoulli",
+                                "models.sk.kind=sklearn_sgd"])
+    result = run_sweep(config, ["models.cnb.alpha=0.1,1"], dataset=small_corpus)
+    assert result.model == "cnb" and len(result.table) == 2
+    assert result.table["macro_auc"].nunique() == 2

@@ -1,4 +1,7 @@
-"""NaiveBayes against scikit-learn's one-vs-rest MultinomialNB / BernoulliNB, and by hand."""
+"""NaiveBayes: multinomial and Bernoulli against scikit-learn's MultinomialNB / BernoulliNB and by hand;
+what every event model shares (partial_fit, laziness, parameter checks)."""
+
+import doctest
 
 import numpy as np
 import pytest
@@ -104,14 +107,73 @@ def test_exact_mode_counts_multilabel_documents_once():
     assert not np.allclose(exact.weights_[:, 0], tutorial.weights_[:, 0])
 
 
-def test_partial_fit_in_chunks_equals_fit(small_corpus):
+EVERY_EVENT_MODEL = [
+    (dict(event_model="multinomial"), "small_corpus"),
+    (dict(event_model="multinomial", binarize=True, mode="tutorial"), "small_corpus"),
+    (dict(event_model="bernoulli"), "small_corpus"),
+    (dict(event_model="complement", norm=True), "small_corpus"),
+    (dict(event_model="gaussian"), "small_corpus"),
+    (dict(event_model="gaussian"), "mixed_columns"),
+    (dict(event_model="mixed"), "mixed_columns"),
+    (dict(event_model="mixed", column_models=["0-5=gaussian", "36=gaussian"]), "mixed_columns"),
+]
+
+
+def training_data(request, name):
+    data = request.getfixturevalue(name)
+    if name == "small_corpus":
+        return data.X_train, data.Y_train
+    return sp.csr_matrix(data[0]), data[1]
+
+
+@pytest.mark.filterwarnings("ignore:.*prior alone")
+@pytest.mark.parametrize("params, data", EVERY_EVENT_MODEL, ids=lambda p: p if isinstance(p, str) else
+                         "-".join(f"{v}" for v in p.values()))
+def test_partial_fit_in_chunks_equals_fit(request, params, data):
+    X, Y = training_data(request, data)
+    whole = NaiveBayes(**params).fit(X, Y)
+    chunked = NaiveBayes(**params)
+    for start in range(0, X.shape[0], 200):
+        chunked.partial_fit(X[start:start + 200], Y[start:start + 200])
+    assert chunked.n_documents_ == X.shape[0]
+    scale = np.abs(whole.weights_).max()
+    np.testing.assert_allclose(chunked.weights_, whole.weights_, rtol=1e-6, atol=1e-7 * scale)
+    np.testing.assert_allclose(chunked.bias_, whole.bias_, rtol=1e-6, atol=1e-7 * np.abs(whole.bias_).max())
+    if params["event_model"] == "mixed":
+        np.testing.assert_array_equal(chunked.column_event_models_, whole.column_event_models_)
+
+
+def test_log_odds_are_built_once_when_first_used(small_corpus, monkeypatch):
+    from mlnb.models.naive_bayes import multinomial
+
+    calls = []
+    build = multinomial.log_odds
+    monkeypatch.setattr(multinomial, "log_odds", lambda *args: calls.append(1) or build(*args))
     X, Y = small_corpus.X_train, small_corpus.Y_train
-    whole = NaiveBayes(event_model="bernoulli").fit(X, Y)
-    chunked = NaiveBayes(event_model="bernoulli")
-    for start in range(0, X.shape[0], 500):
-        chunked.partial_fit(X[start:start + 500], Y[start:start + 500])
-    np.testing.assert_allclose(chunked.weights_, whole.weights_, rtol=1e-6)
-    np.testing.assert_allclose(chunked.bias_, whole.bias_, rtol=1e-6)
+    model = NaiveBayes()
+    for start in range(0, 1000, 250):
+        model.partial_fit(X[start:start + 250], Y[start:start + 250])
+    assert calls == []  # counting only
+    with pytest.warns(UserWarning, match="prior alone"):  # the counts' first use says it, once
+        model.decision_function(X)
+    model.decision_function(X), model.weights_, model.bias_, model.untrainable_categories_
+    assert len(calls) == 1
+    model.partial_fit(X[1000:], Y[1000:])
+    np.testing.assert_array_equal(model.weights_, NaiveBayes().fit(X, Y).weights_)
+    assert len(calls) == 3  # once more for the new counts, once for the model fitted in one go
+
+
+def test_set_params_re_smooths_the_counts_without_recounting(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    model = NaiveBayes(alpha=0.5).fit(X, Y)
+    model.weights_
+    counts = model.counts_
+    model.set_params(alpha=2.0)
+    assert model.counts_ is counts
+    np.testing.assert_array_equal(model.weights_, NaiveBayes(alpha=2.0).fit(X, Y).weights_)
+    model.set_params(event_model="gaussian")
+    with pytest.raises(MlnbError, match="the counts were made for other parameters .* fit again"):
+        model.weights_
 
 
 def test_dense_and_sparse_labels_give_the_same_model(small_corpus):
@@ -151,11 +213,44 @@ def test_works_inside_sklearn_tools(small_corpus):
 @pytest.mark.parametrize("params, message", [
     (dict(alpha=0), "alpha must be > 0"), (dict(alpha=-1), "alpha must be > 0"),
     (dict(m=0, smoothing="m_estimate"), "m must be > 0"),
-    (dict(event_model="gaussian"), "event_model must be one of"),
+    (dict(event_model="poisson"), "event_model must be one of"),
+    (dict(event_model="gaussian", var_smoothing=-1e-9), "var_smoothing must be >= 0"),
+    (dict(event_model="gaussian", binarize=True), "binarize applies to .* not to event_model='gaussian'"),
+    (dict(event_model="mixed", binarize=True), "binarize applies to .* not to event_model='mixed'"),
+    (dict(event_model="gaussian", mode="tutorial"), "mode='tutorial' exists for .* not event_model='gaussian'"),
+    (dict(event_model="mixed", mode="tutorial"), "mode='tutorial' exists for .* not event_model='mixed'"),
+    (dict(event_model="multinomial", norm=True), "norm applies to event_model='complement' only"),
+    (dict(event_model="gaussian", column_models=["0=gaussian"]),
+     "column_models applies to event_model='mixed' only, not 'gaussian'"),
+    (dict(event_model="mixed", column_models="0=gaussian"), "column_models must be a list"),
 ])
 def test_bad_parameters_are_rejected(small_corpus, params, message):
     with pytest.raises(MlnbError, match=message):
         NaiveBayes(**params).fit(small_corpus.X_train, small_corpus.Y_train)
+
+
+@pytest.mark.parametrize("event_model", ["multinomial", "bernoulli", "complement"])
+def test_count_models_reject_negative_values(small_corpus, event_model):
+    with pytest.raises(MlnbError, match="non-negative"):
+        NaiveBayes(event_model=event_model).fit(-small_corpus.X_train, small_corpus.Y_train)
+
+
+@pytest.mark.filterwarnings("ignore:.*prior alone")
+@pytest.mark.parametrize("event_model", ["gaussian", "mixed"])
+def test_real_models_accept_negative_values(small_corpus, event_model):
+    X = -small_corpus.X_train
+    model = NaiveBayes(event_model=event_model).fit(X, small_corpus.Y_train)
+    assert np.isfinite(model.decision_function(X)).all()
+    with pytest.raises(MlnbError, match="X has 1999 features, but NaiveBayes was fitted with 2000"):
+        model.decision_function(X[:, :1999])
+
+
+def test_partial_fit_rejects_a_chunk_of_another_shape(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    model = NaiveBayes().partial_fit(X[:100], Y[:100])
+    with pytest.raises(MlnbError, match=r"partial_fit got X \(100, 1999\) / Y \(100, 20\), but earlier chunks "
+                                        "had 2000 features and 20 categories"):
+        model.partial_fit(X[100:200, :1999], Y[100:200])
 
 
 def test_feature_mismatch_and_negative_values_are_rejected(small_corpus):
@@ -166,3 +261,11 @@ def test_feature_mismatch_and_negative_values_are_rejected(small_corpus):
         NaiveBayes().fit(-small_corpus.X_train, small_corpus.Y_train)
     with pytest.raises(MlnbError, match="not fitted"):
         NaiveBayes().decision_function(small_corpus.X_test)
+
+
+def test_the_examples_in_the_event_model_docstrings_hold():
+    from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multinomial
+
+    for module in (multinomial, bernoulli, complement, gaussian, mixed):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -1,0 +1,90 @@
+r"""What one pass over a chunk of documents gives every Naive Bayes event model.
+
+    F  = Yᵀ·X          (K × V)  per-category sums (of [X > 0] when ``presence``)
+    t  = 1ᵀ·X          (V,)     sums over all documents
+    N  = 1ᵀ·Y          (K,)     positive documents per category
+    n                           documents
+    F2 = Yᵀ·(X∘X)      (K × V)  per-category sums of squares   } Gaussian, mixed
+    t2 = 1ᵀ·(X∘X)      (V,)     sums of squares                }
+    lo, hi, integer    (V,)     column min and max (implicit zeros included) and
+                                whether every value is an integer     } mixed
+
+Every field of the counts of two chunks is a sum (or a min, max, and) of the
+fields of each, so ``a + b`` is the counts of the concatenated chunks. ``fit``,
+``partial_fit``, streaming and a distributed tree-reduce all build on that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import scipy.sparse as sp
+
+from mlnb.errors import MlnbError
+from mlnb.models._counting import (category_feature_counts, category_feature_moments, column_statistics,
+                                   feature_moments, feature_totals)
+
+
+@dataclass(frozen=True, eq=False)
+class NBCounts:
+    """The sufficient statistics of one chunk (or of several, added). Arrays are float64."""
+
+    F: np.ndarray  # (K, V)
+    t: np.ndarray  # (V,)
+    N: np.ndarray  # (K,)
+    n: int
+    presence: bool = False  # F and t count [X > 0] rather than sum X
+    F2: np.ndarray | None = None  # (K, V)
+    t2: np.ndarray | None = None  # (V,)
+    lo: np.ndarray | None = None  # (V,)
+    hi: np.ndarray | None = None  # (V,)
+    integer: np.ndarray | None = None  # (V,) bool
+
+    @classmethod
+    def from_chunk(cls, X: sp.csr_matrix, Y: sp.csr_matrix, presence: bool = False, squares: bool = False,
+                   column_stats: bool = False) -> NBCounts:
+        """Count X (n × V, CSR float32) and Y (n × K, CSR 0/1) in one pass."""
+        if X.shape[0] != Y.shape[0]:
+            raise MlnbError(f"X has {X.shape[0]} documents but Y has {Y.shape[0]}")
+        if presence and squares:
+            raise MlnbError("the counts of presence [X > 0] have no sums of squares")
+        if squares:
+            F, F2 = category_feature_moments(Y, X)  # (K, V) each
+            t, t2 = feature_moments(X)  # (V,) each
+        else:
+            F, F2 = category_feature_counts(Y, X, binary=presence), None  # (K, V)
+            t, t2 = feature_totals(X, binary=presence), None  # (V,)
+        lo = hi = integer = None
+        if column_stats:
+            lo, hi, integer = column_statistics(X)  # (V,) each
+        N = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
+        return cls(F=F, t=t, N=N, n=X.shape[0], presence=presence, F2=F2, t2=t2, lo=lo, hi=hi,
+                   integer=integer)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(K, V): categories × features."""
+        return self.F.shape
+
+    def __add__(self, other: NBCounts) -> NBCounts:
+        if not isinstance(other, NBCounts):
+            return NotImplemented
+        if self.shape != other.shape:
+            raise MlnbError(f"cannot add NBCounts of {self.shape[0]} categories × {self.shape[1]} features "
+                            f"to NBCounts of {other.shape[0]} × {other.shape[1]}")
+        mine, theirs = self._held(), other._held()
+        if mine != theirs or self.presence != other.presence:
+            raise MlnbError(f"cannot add NBCounts holding {sorted(mine)} (presence={self.presence}) to "
+                            f"NBCounts holding {sorted(theirs)} (presence={other.presence}): they were "
+                            "counted for different event models")
+        added = dict(F=self.F + other.F, t=self.t + other.t, N=self.N + other.N, n=self.n + other.n)
+        if "F2" in mine:
+            added.update(F2=self.F2 + other.F2, t2=self.t2 + other.t2)
+        if "lo" in mine:
+            added.update(lo=np.minimum(self.lo, other.lo), hi=np.maximum(self.hi, other.hi),
+                         integer=self.integer & other.integer)
+        return NBCounts(presence=self.presence, **added)
+
+    def _held(self) -> set[str]:
+        return {f.name for f in fields(self) if getattr(self, f.name) is not None}

@@ -1,0 +1,87 @@
+"""The tables of a study's results: summary, per category, curves, differences (pandas)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SUMMARY_COLUMNS = {"macro_auc": "macro AUC", "micro_auc": "micro AUC", "micro_f1": "micro F1",
+                   "macro_f1": "macro F1", "mean_expected_accuracy": "mean exp. accuracy",
+                   "mean_log_loss": "mean log loss"}
+
+
+def summary_table(result) -> pd.DataFrame:
+    """One row per model: the headline averages and the time each model took."""
+    rows = []
+    for run in result.models:
+        row = {"model": run.name, "label": run.label}
+        row.update({title: run.evaluation.summary[key] for key, title in SUMMARY_COLUMNS.items()})
+        row.update({"fit s": run.fit_seconds, "score s": run.score_seconds})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model")
+
+
+def format_summary(result) -> str:
+    """The summary for the terminal: a legend of the model names, then the table."""
+    table = summary_table(result)
+    legend = "\n".join(f"  {name}: {label}" for name, label in table["label"].items())
+    text = "models:\n" + legend + "\n" + table.drop(columns="label").to_string(float_format=lambda v: f"{v:.4f}")
+    first = result.models[0].evaluation.summary
+    if first["n_excluded"]:
+        text += (f"\n{first['n_excluded']} of {first['n_categories']} categories have no positive or no "
+                 "negative test document: AUC undefined, left out of the macro averages")
+    return text
+
+
+def metrics_frame(result) -> pd.DataFrame:
+    """One row per model × category."""
+    frames = []
+    for run in result.models:
+        table = run.evaluation.per_category.copy()
+        table.insert(0, "model", run.name)
+        table.insert(4, "train_pos", result.train_positives.astype(int))
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def curve_frames(result) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ROC on the FPR grid and lift by depth, one row per model × category × grid point."""
+    roc, lift = [], []
+    for run in result.models:
+        ev = run.evaluation
+        K, G = ev.roc_tpr.shape
+        category = np.repeat(np.arange(K), G)
+        x = np.tile(ev.grid, K)
+        roc_lift = np.hstack([np.full((K, 1), np.nan), ev.roc_lift]).ravel()
+        depth_lift = np.hstack([np.full((K, 1), np.nan), ev.depth_lift]).ravel()
+        roc.append(pd.DataFrame({"model": run.name, "category": category, "fpr": x,
+                                 "tpr": ev.roc_tpr.ravel(), "roc_lift": roc_lift}))
+        lift.append(pd.DataFrame({"model": run.name, "category": category, "depth": x,
+                                  "gains": ev.gains.ravel(), "lift": depth_lift}))
+    return pd.concat(roc, ignore_index=True), pd.concat(lift, ignore_index=True)
+
+
+def largest_differences(comparison, n: int) -> pd.DataFrame:
+    """The n categories where AUC(a) − AUC(b) is largest in size."""
+    if n == 0:
+        return pd.DataFrame()
+    table = comparison.table.rename(columns={"auc_a": f"AUC {comparison.name_a}", "auc_b": f"AUC {comparison.name_b}",
+                                             "train_pos": "train pos"})
+    table = table.dropna(subset=["difference"])
+    order = table["difference"].abs().sort_values(ascending=False).index[:n]
+    columns = ["category", "name", "train pos", f"AUC {comparison.name_a}", f"AUC {comparison.name_b}", "difference"]
+    return table.loc[order, columns].set_index("category")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join([frame.index.name or ""] + list(frame.columns)) + " |"
+    rule = "|" + "---|" * (len(frame.columns) + 1)
+    body = ["| " + " | ".join([str(i)] + [_cell(v) for v in row]) + " |"
+            for i, row in zip(frame.index, frame.itertuples(index=False))]
+    return "\n".join([header, rule, *body])
+
+
+def _cell(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "n/a" if np.isnan(value) else f"{value:.4f}"
+    return str(value)
