@@ -107,6 +107,7 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     --param models.lr.lrate=0.1,0.3,1 --param models.lr.batch_size=100,1000 --set sweep.metric=auc
     --set sweep.category=6
     """
+    from mlnb.metrics.evaluation import LOWER_IS_BETTER
     from mlnb.report.results import write_sweep
     from mlnb.studies.sweep import run_sweep
 
@@ -120,8 +121,8 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     except MlnbError as error:
         _fail(error)
     keys = list(result.grid)
-    typer.echo(result.table.sort_values(result.metric, ascending=False).to_string(index=False,
-                                                                                  float_format=lambda v: f"{v:.4f}"))
+    best_first = result.table.sort_values(result.metric, ascending=result.metric in LOWER_IS_BETTER)
+    typer.echo(best_first.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     typer.echo("best: " + ", ".join(f"{k} = {result.best[k]}" for k in keys) +
                f" ({result.metric} {result.best[result.metric]:.4f} on {result.n_validation} validation documents)")
     typer.echo(f"results: {folder}")
@@ -135,7 +136,7 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
     """Learning curves: every model on growing training samples (several seeds each), test macro AUC,
     micro F1 and mean expected accuracy against training size, and where the compared models' curves cross."""
     from mlnb.report.results import write_curve
-    from mlnb.studies.curve import CURVE_METRICS, run_curve
+    from mlnb.studies.curve import run_curve
 
     progress.enable(not quiet)
     try:
@@ -143,7 +144,7 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
         folder = write_curve(result, out)
     except MlnbError as error:
         _fail(error)
-    means = result.table.groupby(["model", "size"])[list(CURVE_METRICS)].mean()
+    means = result.table.groupby(["model", "size"])[list(result.metrics)].mean()
     typer.echo(means.to_string(float_format=lambda v: f"{v:.4f}"))
     for pair, found in result.crossings.items():
         for metric, sizes in found.items():

@@ -105,10 +105,20 @@ class TextConfig:
     encoding: str = option("utf-8", "text encoding of the file")
 
 
+BUNDLED = ("iris", "wine", "breast_cancer", "digits")
+
+
+@dataclass
+class BundledConfig:
+    name: str = option("iris", "one of scikit-learn's bundled single-label sets (real-valued or pixel "
+                       "features), split seeded and stratified by class", choices=BUNDLED)
+
+
 @dataclass
 class DataConfig:
     source: str = option("synthetic", "where documents come from",
-                         choices=("synthetic", "svmlight", "rcv1", "lyrl2004", "reuters21578", "arff", "text"))
+                         choices=("synthetic", "svmlight", "rcv1", "lyrl2004", "reuters21578", "arff", "text",
+                                  "bundled"))
     test_fraction: float = option(0.5, "share of documents held out for testing (random split)",
                                   min=0, max=1, exclusive_min=True, exclusive_max=True)
     max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
@@ -119,6 +129,7 @@ class DataConfig:
     reuters21578: Reuters21578Config = section(Reuters21578Config)
     arff: ArffConfig = section(ArffConfig)
     text: TextConfig = section(TextConfig)
+    bundled: BundledConfig = section(BundledConfig)
 
 
 @dataclass
@@ -143,6 +154,8 @@ class EvalConfig:
     threshold: float = option(0.5, "probability cut for accuracy, precision, recall, F1",
                               min=0, max=1, exclusive_min=True, exclusive_max=True)
     roc_points: int = option(101, "points of the FPR grid (x from 0 to 1) for ROC and lift", min=2)
+    top_k: int = option(2, "k of precision@k (multilabel: true categories among the k best-scored, per "
+                        "document) and of top-k accuracy (multiclass)", min=1)
 
 
 @dataclass
@@ -161,7 +174,9 @@ class ReportConfig:
 
 PER_CATEGORY_METRICS = ("auc", "expected_accuracy", "accuracy", "f1", "log_loss", "brier")
 SUMMARY_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "mean_expected_accuracy",
-                   "mean_accuracy", "mean_log_loss", "mean_brier")
+                   "mean_accuracy", "mean_log_loss", "mean_brier", "precision_at_k")
+MULTICLASS_METRICS = ("accuracy", "balanced_accuracy", "weighted_f1", "log_loss", "top_k_accuracy")
+TASKS = ("multilabel", "multiclass")
 
 
 @dataclass
@@ -169,7 +184,7 @@ class SweepConfig:
     params: list[str] = option([], "grid: 'key=v1,v2,...' per swept models.<name>.* key, e.g. "
                                "'models.lr.lrate=0.1,0.3,1'")
     metric: str = option("macro_auc", "what picks the best setting: a summary metric, or with category >= 0 a "
-                         "per-category one", choices=SUMMARY_METRICS + PER_CATEGORY_METRICS)
+                         "per-category one", choices=SUMMARY_METRICS + MULTICLASS_METRICS + PER_CATEGORY_METRICS)
     category: int = option(-1, "category whose metric decides; -1 = the summary metric over all", min=-1)
     model: str = option("auto", "name of the model whose metric decides; auto = the model of the swept keys")
     validation_fraction: float = option(0.2, "share of the training part held out to score settings "
@@ -213,6 +228,8 @@ def _default_models() -> dict[str, ModelSpec]:
 class StudyConfig:
     name: str = option("", "name of the study; empty = the config file's name")
     seed: int = option(0, "seed of data generation, split, subsampling and SGD", min=0, max=2**32 - 1)
+    task: str = option("multilabel", "'multilabel': any number of categories per document, one-vs-rest; "
+                       "'multiclass': exactly one class per document, joint posterior and argmax", choices=TASKS)
     data: DataConfig = section(DataConfig)
     features: FeaturesConfig = section(FeaturesConfig)
     models: dict[str, ModelSpec] = field(default_factory=_default_models,
@@ -242,7 +259,8 @@ _TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str:
 
 def _type_name(kind) -> str:
     if typing.get_origin(kind) is list:
-        return "a list of " + _type_name(typing.get_args(kind)[0]).split(" ", 1)[-1] + "s"
+        item = _type_name(typing.get_args(kind)[0]).split(" ", 1)[-1]
+        return "a list of " + (item if item.startswith("list") else item + "s")
     return _TYPE_NAMES[kind]
 
 
@@ -373,20 +391,58 @@ def _check_study(config: StudyConfig, origin: str) -> None:
     models = config.study_models()
     if not models:
         raise MlnbError(f"{origin}: no enabled model: give at least one [models.<name>] with enabled = true")
-    enabled = {spec.name for spec in models}
+    names = [spec.name for spec in models]  # config order
+    disabled = [name for name, spec in config.models.items() if not spec.enabled]
+
+    def why(name: str) -> str:
+        return f"model {name!r} is disabled (enabled = false)" if name in disabled else f"there is no model {name!r}"
+
     for spec in models:
         for used in get_kind(spec.kind).uses(spec.options):
-            if used == spec.name or used not in enabled:
+            if used == spec.name or used not in names:
+                reason = "a model cannot start from itself" if used == spec.name else why(used)
                 raise MlnbError(f"{origin}: models.{spec.name}.init_from = {used!r}: expected the name of another "
-                                f"enabled model of the study ({', '.join(sorted(enabled - {spec.name})) or 'none'})")
+                                f"enabled model of the study ({', '.join(n for n in names if n != spec.name) or 'none'}); "
+                                f"{reason}")
     _dependency_order(models, origin)
+    seen = set()
     for i, pair in enumerate(config.report.compare):
-        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= enabled:
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(names):
+            missing = [why(name) for name in pair if name not in names]
             raise MlnbError(f"{origin}: report.compare[{i}] = {pair!r}: expected two different names of enabled "
-                            f"models ({', '.join(enabled)})")
-    if config.sweep.model != "auto" and config.sweep.model not in enabled:
+                            f"models ({', '.join(names)})" + (f"; {'; '.join(missing)}" if missing else ""))
+        if frozenset(pair) in seen:
+            raise MlnbError(f"{origin}: report.compare[{i}] = {pair!r}: this pair is compared already")
+        seen.add(frozenset(pair))
+    for spec in models:
+        kind = get_kind(spec.kind)
+        if config.task not in kind.tasks:
+            raise MlnbError(f"{origin}: models.{spec.name}: kind {spec.kind!r} does not do task = {config.task!r} "
+                            f"(it does: {', '.join(kind.tasks)}); kinds that do: "
+                            f"{', '.join(k.name for k in KINDS.values() if config.task in k.tasks)}")
+        try:
+            kind.check(spec.options, config.task)
+        except MlnbError as error:
+            raise MlnbError(f"{origin}: models.{spec.name}: {error}") from None
+    if config.task == "multiclass":
+        _check_multiclass_data(config, origin)
+    if config.sweep.model != "auto" and config.sweep.model not in names:
         raise MlnbError(f"{origin}: sweep.model = {config.sweep.model!r}: expected 'auto' or an enabled model "
-                        f"({', '.join(enabled)})")
+                        f"({', '.join(names)}); {why(config.sweep.model)}")
+
+
+def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
+    """Sources and settings that cannot give one class per document."""
+    data = config.data
+    if data.source in ("synthetic", "rcv1", "lyrl2004", "reuters21578"):
+        raise MlnbError(f"{origin}: task = 'multiclass' needs single-label data; data.source = {data.source!r} is "
+                        "multilabel (use svmlight with one label per line, text with labels = 'single', "
+                        "arff, or bundled)")
+    if data.source == "text" and data.text.labels != "single":
+        raise MlnbError(f"{origin}: data.text.labels = {data.text.labels!r}: task = 'multiclass' needs 'single'")
+    if data.source == "text" and data.text.negative_labels:
+        raise MlnbError(f"{origin}: data.text.negative_labels = {data.text.negative_labels!r}: with task = "
+                        "'multiclass' every label is a class (a document without one has no class); leave it empty")
 
 
 def _dependency_order(models: list[ModelSpec], origin: str = "config") -> list[ModelSpec]:
@@ -485,7 +541,7 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
         origin = "--set" if "name" in overridden else source
         raise MlnbError(f"{origin}: name: expected letters, digits, '.', '_' or '-' (not starting with "
                         f"'.'), as it names the results folder; got {config.name!r}")
-    _check_study(config, source)
+    _check_study(config, f"{source} with --set" if overridden else source)
     return config
 
 
@@ -498,7 +554,9 @@ def toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    return json.dumps(value)  # a JSON string is a valid TOML basic string, control characters escaped
+    # a JSON string is a valid TOML basic string, control characters escaped; ensure_ascii would
+    # write characters beyond the BMP as surrogate pairs, which TOML refuses
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def dump_toml(config, prefix: str = "") -> str:

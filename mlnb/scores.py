@@ -19,14 +19,18 @@ from mlnb.errors import MlnbError
 SCORES_FILE = "scores.npz"
 
 
-def save_scores(path: Path, Y_test, scores: dict, labels: dict, category_names, train_positives) -> None:
-    """Test labels, every model's test scores and what a later comparison needs, in one .npz."""
+def save_scores(path: Path, Y_test, scores: dict, labels: dict, category_names, train_positives,
+                task: str = "multilabel") -> None:
+    """Test labels, every model's test scores and what a later comparison needs, in one .npz.
+
+    Multilabel scores are per-category log-odds; multiclass scores are per-class joint scores J
+    (the posterior is softmax(J))."""
     Y = sp.csr_matrix(Y_test)
     arrays = {f"scores_{key}": np.asarray(value, dtype=np.float32) for key, value in scores.items()}
     np.savez(path, labels_indptr=Y.indptr, labels_indices=Y.indices, labels_shape=np.array(Y.shape),
              category_names=np.array(category_names, dtype=str), train_positives=np.asarray(train_positives),
              model_keys=np.array(list(scores), dtype=str),
-             model_labels=np.array([labels[k] for k in scores], dtype=str), **arrays)
+             model_labels=np.array([labels[k] for k in scores], dtype=str), task=np.array(task), **arrays)
 
 
 @dataclass
@@ -37,6 +41,7 @@ class SavedRun:
     labels: dict
     category_names: list
     train_positives: np.ndarray
+    task: str = "multilabel"
 
 
 def load_scores(folder) -> SavedRun:
@@ -61,4 +66,5 @@ def _read_saved_run(folder: Path, path: Path) -> SavedRun:
         return SavedRun(folder=folder, Y_test=Y, scores={k: saved[f"scores_{k}"] for k in keys},
                         labels=dict(zip(keys, map(str, saved["model_labels"]))),
                         category_names=[str(c) for c in saved["category_names"]],
-                        train_positives=saved["train_positives"])
+                        train_positives=saved["train_positives"],
+                        task=str(saved["task"]) if "task" in saved else "multilabel")

@@ -26,6 +26,8 @@ from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.comparison import Comparison, compare_scores
 from mlnb.metrics.evaluation import Evaluation, evaluate
+from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
+from mlnb.metrics.significance import mcnemar_test
 from mlnb.models import get_kind
 
 
@@ -41,7 +43,14 @@ class ModelRun:
     score_seconds: float
     eval_seconds: float
     evaluation: Evaluation
-    scores: np.ndarray  # (n_eval, K) decision scores (log-odds for every kind but complement NB)
+    scores: np.ndarray  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
+    #                     a ranking score); multiclass, per-class joint scores J (softmax(J) = posterior)
+
+    @property
+    def rank_scores(self) -> np.ndarray:
+        """Scores that rank documents within a category: the log-odds, or for multiclass each class's
+        log-odds against the rest, J_k − logsumexp_{j≠k} J_j (never saturated posteriors)."""
+        return class_log_odds(self.scores) if self.evaluation.summary.get("task") == "multiclass" else self.scores
 
 
 @dataclass
@@ -71,16 +80,20 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
     """Fit every enabled model (or those ``wanted``, with the models they start from) on the
     training documents, then score, decide and evaluate it on the evaluation documents.
 
-    The decision rule today is one probability cut for every category (``eval.threshold``);
-    every ``eval.*`` key reaches ``evaluate`` here, for every command.
+    The decision rule today is one probability cut for every category (``eval.threshold``), or
+    for ``task = "multiclass"`` the most probable class; every ``eval.*`` key reaches the
+    evaluation here, for every command.
     """
     seed = config.seed if seed is None else seed
     labels = model_labels(config)
+    unknown = sorted(set(wanted or ()) - set(labels))
+    if unknown:
+        raise MlnbError(f"no enabled model {', '.join(map(repr, unknown))} in the study ({', '.join(labels)})")
     evaluated = set(labels) if wanted is None else set(wanted)
     fitted, runs = {}, []
     for spec in fit_order(config, wanted):
         kind = get_kind(spec.kind)
-        estimator = kind.build(spec.options, seed)
+        estimator = kind.build(spec.options, seed, config.task)
         started = time.perf_counter()
         try:
             with progress.status(f"fitting {labels[spec.name]}"), warnings.catch_warnings():
@@ -97,17 +110,19 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
         scores = estimator.decision_function(X_eval)  # (n_eval, K)
         score_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        evaluation = evaluate(Y_eval, scores, category_names, curve_categories=curve_categories,
-                              **dataclasses.asdict(config.eval))
+        evaluate_task = evaluate_multiclass if config.task == "multiclass" else evaluate
+        evaluation = evaluate_task(Y_eval, scores, category_names, curve_categories=curve_categories,
+                                   **dataclasses.asdict(config.eval))
         runs.append(ModelRun(name=spec.name, kind=spec.kind, label=labels[spec.name], model=estimator,
                              fit_seconds=fit_seconds, score_seconds=score_seconds,
                              eval_seconds=time.perf_counter() - started, evaluation=evaluation, scores=scores))
-    return runs
+    order = list(labels)  # config order, whatever order the models had to be fitted in
+    return sorted(runs, key=lambda run: order.index(run.name))
 
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     with progress.status("loading data"):
-        dataset = load_dataset(config.data, config.seed, config.features)
+        dataset = load_dataset(config.data, config.seed, config.features, config.task)
     if config.report.category_name:
         names = list(dataset.category_names)
         if config.report.category_name not in names:
@@ -147,8 +162,12 @@ def run_study(config: StudyConfig) -> StudyResult:
                                curve_categories=[config.report.category])
     for name_a, name_b in config.compared_pairs():
         a, b = result.model(name_a), result.model(name_b)
+        mcnemar = None
+        if config.task == "multiclass":  # paired accuracy on the same documents
+            truth = a.evaluation.true
+            mcnemar = mcnemar_test(a.evaluation.predicted == truth, b.evaluation.predicted == truth)
         with progress.status(f"DeLong tests per category, {name_a} against {name_b}"):
-            result.comparisons.append(compare_scores(Y_test, a.scores, b.scores, dataset.category_names,
+            result.comparisons.append(compare_scores(Y_test, a.rank_scores, b.rank_scores, dataset.category_names,
                                                      result.train_positives, a.label, b.label,
-                                                     config.report.alpha, name_a, name_b))
+                                                     config.report.alpha, name_a, name_b, mcnemar=mcnemar))
     return result

@@ -43,7 +43,8 @@ def test_a_file_with_models_studies_exactly_those(tmp_path):
 
 def test_resolved_config_loads_back_unchanged(tmp_path):
     config = load_config(None, ["models.nb.alpha=0.1", "name=x", "data.svmlight.path=a \"b\".svm",
-                                "models.cnb.kind=naive_bayes", "models.cnb.column_models=['0-3=gaussian']",
+                                "models.nb.label=NB \U0001F680 \x7f",
+                                "models.cnb.kind=naive_bayes", "models.cnb.column_models=['0-3=gaussian']", "models.cnb.event_model=mixed",
                                 "models.sk.kind=sklearn_sgd", "models.sk.label=reference",
                                 'report.compare=[["sk", "nb"]]'])
     again = load_config(write(tmp_path, dump_toml(config), "resolved.toml"))
@@ -72,6 +73,9 @@ def test_resolved_config_loads_back_unchanged(tmp_path):
     (LR + "init_from = \"lr\"\n", r"models\.lr\.init_from = 'lr'"),
     (NB + LR + "[report]\ncompare = [[\"lr\", \"svm\"]]\n", r"report\.compare\[0\] = \['lr', 'svm'\]: expected two"),
     (NB + LR + "[report]\ncompare = [[\"lr\"]]\n", r"report\.compare\[0\]"),
+    (NB + LR + "[report]\ncompare = [[\"lr\", \"nb\"], [\"nb\", \"lr\"]]\n", r"report\.compare\[1\] .* compared already"),
+    (NB + LR + "enabled = false\n[report]\ncompare = [[\"lr\", \"nb\"]]\n", r"model 'lr' is disabled"),
+    (NB + "binarize = true\nevent_model = \"gaussian\"\n", r"models\.nb: binarize applies to"),
     (NB + LR + "[report]\ncompare = [\"lr\"]\n", r"report\.compare\[0\]: expected a list of strings"),
     (NB + "[sweep]\nmodel = \"lr\"\n", r"sweep\.model = 'lr': expected 'auto' or an enabled model"),
     ("[data]\nsource = \"csv\"\n", r"data\.source: expected one of 'synthetic', 'svmlight', .*, got 'csv'"),

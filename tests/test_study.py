@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 import mlnb.study
 from mlnb.cli import app
+from mlnb import MlnbError
 from mlnb.config import EvalConfig, load_config
 from mlnb.study import run_models
 
@@ -72,6 +73,8 @@ def test_run_models_fits_what_a_wanted_model_starts_from(small_corpus):
     (run,) = run_models(config, X, Y, small_corpus.X_test, small_corpus.Y_test, small_corpus.category_names,
                         wanted=["lr"])
     assert run.name == "lr" and run.scores.shape == small_corpus.Y_test.shape
+    with pytest.raises(MlnbError, match="no enabled model 'svm' in the study"):
+        run_models(config, X, Y, small_corpus.X_test, small_corpus.Y_test, wanted=["svm"], category_names=None)
     assert run.label == "Logistic regression (adagrad, all categories, from nb)"
 
 
@@ -120,3 +123,12 @@ def test_init_from_a_model_without_one_row_per_feature_is_refused(tmp_path):
     assert result.exit_code == 2
     assert "models.lr: init_from = 'nb': its weights are not one row per feature" in result.output
     assert not (tmp_path / "quickstart").exists() or not any((tmp_path / "quickstart").iterdir())
+
+
+def test_results_keep_config_order_when_fit_order_differs(small_corpus):
+    """lr is written first but starts from nb: nb is fitted first, yet lr stays first everywhere."""
+    config = load_config(None, ["models.lr.init_from=nb", "models.lr.npasses=1"])
+    config.models = {"lr": config.models["lr"], "nb": config.models["nb"]}
+    runs = run_models(config, small_corpus.X_train, small_corpus.Y_train, small_corpus.X_test,
+                      small_corpus.Y_test, small_corpus.category_names)
+    assert [run.name for run in runs] == ["lr", "nb"] and config.compared_pairs() == [("nb", "lr")]

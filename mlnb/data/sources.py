@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlnb.config import DataConfig, FeaturesConfig
 from mlnb.data.dataset import Dataset
 from mlnb.data.text import TextOptions
@@ -75,10 +77,47 @@ def _load(config: DataConfig, features: FeaturesConfig, seed: int) -> Dataset:
                                  label_separator=s.label_separator, negative_labels=s.negative_labels,
                                  encoding=s.encoding, text_options=text_options(features),
                                  test_fraction=config.test_fraction, seed=seed)
+    if source == "bundled":
+        from mlnb.data.bundled import load_bundled
+
+        return load_bundled(config.bundled.name, test_fraction=config.test_fraction, seed=seed)
     raise MlnbError(f"data.source: unknown source {source!r}")  # the config schema prevents this
 
 
-def load_dataset(config: DataConfig, seed: int, features: FeaturesConfig | None = None) -> Dataset:
+def _files(config: DataConfig) -> list[str]:
+    """The files whose documents make the dataset's rows, in row order (train file first)."""
+    source = config.source
+    if source == "svmlight":
+        return [p for p in (config.svmlight.path, config.svmlight.test_path) if p]
+    if source == "text":
+        return [p for p in (config.text.path, config.text.test_path) if p]
+    if source == "arff":
+        return [config.arff.train_path, config.arff.test_path]
+    return [f"data.{source}"]
+
+
+def check_single_label(dataset: Dataset, config: DataConfig) -> None:
+    """Every document in exactly one class, or one line naming the file and the first that is not."""
+    counts = np.diff(dataset.Y.tocsr().indptr)
+    bad = np.flatnonzero(counts != 1)
+    if not bad.size:
+        return
+    row = int(bad[0])
+    files = _files(config)
+    if len(files) == 2 and row >= dataset.train_index.size and row in set(dataset.test_index.tolist()):
+        where, number = files[1], row - dataset.train_index.size + 1  # a given split: test rows after train
+    else:
+        where, number = files[0], row + 1
+    names = [dataset.category_names[k] for k in dataset.Y[row].indices]
+    has = f"labels {', '.join(map(repr, names))}" if names else "no label"
+    raise MlnbError(f"{where}: document {number} has {has}; task = 'multiclass' needs exactly one class per "
+                    f"document ({bad.size} of {counts.size} documents do not have one): use task = 'multilabel'")
+
+
+def load_dataset(config: DataConfig, seed: int, features: FeaturesConfig | None = None,
+                 task: str = "multilabel") -> Dataset:
     """The dataset that ``config`` describes, split and subsampled with ``seed``."""
     dataset = _load(config, features or FeaturesConfig(), seed)
+    if task == "multiclass":
+        check_single_label(dataset, config)
     return dataset.subsample_train(config.max_train_documents, seed)

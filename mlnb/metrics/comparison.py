@@ -4,7 +4,9 @@ For every category: DeLong's test of AUC_a − AUC_b (``mlnb.metrics.significanc
 p-values Holm-corrected over the categories where the test is defined; then
 counts of categories won / tied / lost by model a (won = significantly higher
 at ``alpha`` after Holm) and, as in Yang & Liu (1999), a sign test over the
-raw per-category differences.
+raw per-category differences. For single-label (multiclass) models, whose
+decisions are per document, McNemar's test of the two models' per-document
+correctness can be attached (``mcnemar``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mlnb.metrics.significance import SignTestResult, delong_tests, sign_test
+from mlnb.metrics.significance import McNemarResult, SignTestResult, delong_tests, sign_test
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Comparison:
     alpha: float
     name_a: str = "a"  # the models' names in the study (for files, colours and summaries)
     name_b: str = "b"
+    mcnemar: McNemarResult | None = None  # per-document correctness of a against b (multiclass)
 
     @property
     def significant(self) -> pd.Series:
@@ -40,18 +43,29 @@ class Comparison:
                 "not_testable": int((~defined).sum())}
 
     def summary(self) -> dict:
-        return {"a": self.name_a, "b": self.name_b, "model_a": self.label_a, "model_b": self.label_b, "alpha": self.alpha, **self.counts(),
-                "sign_test": {"a_higher": self.sign.wins, "b_higher": self.sign.losses,
-                              "ties": self.sign.ties, "p_value": self.sign.p_value}}
+        summary = {"a": self.name_a, "b": self.name_b, "model_a": self.label_a, "model_b": self.label_b,
+                   "alpha": self.alpha, **self.counts(),
+                   "sign_test": {"a_higher": self.sign.wins, "b_higher": self.sign.losses,
+                                 "ties": self.sign.ties, "p_value": self.sign.p_value}}
+        if self.mcnemar is not None:
+            summary["mcnemar"] = {"a_right_b_wrong": self.mcnemar.b, "a_wrong_b_right": self.mcnemar.c,
+                                  "statistic": self.mcnemar.statistic, "p_value": self.mcnemar.p_value,
+                                  "method": self.mcnemar.method}
+        return summary
 
 
 def compare_scores(Y_test, scores_a, scores_b, category_names, train_positives, label_a="a", label_b="b",
-                   alpha: float = 0.05, name_a: str = "a", name_b: str = "b") -> Comparison:
-    """DeLong per category (a − b), Holm over categories, sign test over the differences."""
+                   alpha: float = 0.05, name_a: str = "a", name_b: str = "b",
+                   mcnemar: McNemarResult | None = None) -> Comparison:
+    """DeLong per category (a − b), Holm over categories, sign test over the differences.
+
+    mcnemar : McNemar's test of the two models' per-document correctness
+              (``mcnemar_test(predicted_a == true, predicted_b == true)``), kept as given
+    """
     table = delong_tests(Y_test, scores_a, scores_b).reset_index(drop=True)
     table.insert(0, "category", np.arange(len(table)))
     table.insert(1, "name", list(category_names))
     table.insert(2, "train_pos", np.asarray(train_positives).astype(int))
     return Comparison(label_a=label_a, label_b=label_b, table=table,
                       sign=sign_test(table["difference"].to_numpy()), alpha=alpha, name_a=name_a,
-                      name_b=name_b)
+                      name_b=name_b, mcnemar=mcnemar)

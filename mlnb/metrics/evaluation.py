@@ -10,6 +10,14 @@ Macro averages are taken over the *evaluable* categories only, those with at
 least one positive and one negative test document (AUC is undefined
 elsewhere); the others are listed in ``Evaluation.excluded`` and counted in
 the summary. Micro averages pool every (document, category) pair.
+
+``precision_at_k`` is example-based: the mean over documents of the share of
+their k highest-scored categories that are true labels,
+
+    P@k = (1/n) Σ_i |true_i ∩ top_k(i)| / k
+
+with ties among scores broken by category index (the lower index first), and
+the division by k even where a document has fewer than k labels (or K < k).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from mlnb import progress
+from mlnb.errors import MlnbError
 from mlnb.metrics._pointwise import pointwise_sums
 from mlnb.metrics.classification import logit
 from mlnb.metrics.ranking import (auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
@@ -106,13 +115,42 @@ def micro_auc(Y_true, scores: np.ndarray) -> float:
     return float((below + not_above) / 2.0 / (positives.size * negatives.size))
 
 
+PRECISION_BLOCK_ROWS = 8192  # rows per block of precision_at_k (bounds its temporaries)
+
+
+def precision_at_k(Y_true, scores: np.ndarray, k: int) -> float:
+    """Mean over documents of (true labels among the k highest scores) / k, ties to the lower index."""
+    n, K = scores.shape
+    if n == 0:
+        return float("nan")
+    Y = sp.csr_matrix(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
+    hits = 0
+    for start in range(0, n, PRECISION_BLOCK_ROWS):
+        stop = min(n, start + PRECISION_BLOCK_ROWS)
+        y = (Y[start:stop].toarray() if sp.issparse(Y) else Y[start:stop]) != 0  # (b, K)
+        if k >= K:
+            hits += np.count_nonzero(y)
+            continue
+        s = np.asarray(scores[start:stop])  # (b, K)
+        kth = np.partition(s, K - k, axis=1)[:, K - k][:, None]  # (b, 1) k-th highest score
+        above, tied = s > kth, s == kth
+        room = k - np.count_nonzero(above, axis=1)  # (b,) ≥ 1 places left for the tied ones
+        top = above | (tied & (np.cumsum(tied, axis=1) <= room[:, None]))  # first tied by index
+        hits += np.count_nonzero(top & y)
+    return float(hits / (n * k))
+
+
 def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float = 0.5,
-             roc_points: int = 101, curve_categories=None, n_threads: int | None = None) -> Evaluation:
+             roc_points: int = 101, curve_categories=None, top_k: int = 2,
+             n_threads: int | None = None) -> Evaluation:
     """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1).
 
     curve_categories : category indices whose exact ROC curves to keep (None: all)
+    top_k : k of the summary's ``precision_at_k``
     n_threads : categories evaluated in parallel (default: every core)
     """
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise MlnbError(f"top_k must be a positive integer, got {top_k!r}")
     scores = np.asarray(scores)
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN")
@@ -129,9 +167,10 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
 
     with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
         pooled_auc = pool.submit(micro_auc, Y_true, scores)  # alongside the categories
+        pooled_precision = pool.submit(precision_at_k, Y_true, scores, int(top_k))
         sums, reliability = pointwise_sums(Y_true, scores, cut, CALIBRATION_BINS)
         ranked = list(progress.track(pool.map(work, range(K)), total=K, description="ROC / lift per category"))
-        micro = pooled_auc.result()
+        micro, at_k = pooled_auc.result(), pooled_precision.result()
     tp, predicted, n_pos = (sums[f].astype(np.int64) for f in ("tp", "predicted", "positives"))
     fp, fn = predicted - tp, n_pos - tp
     table = pd.DataFrame({
@@ -144,7 +183,8 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     gains = np.vstack([r[2] for r in ranked]) if K else np.empty((0, grid.size))
     curves = {k: ranked[k][3] for k in sorted(keep) if k < K}
     evaluable = (n_pos > 0) & (n_pos < n)
-    return Evaluation(per_category=table, summary=_summary(table, evaluable, micro), grid=grid, roc_tpr=roc_tpr,
+    summary = _summary(table, evaluable, micro) | {"precision_at_k": at_k}
+    return Evaluation(per_category=table, summary=summary, grid=grid, roc_tpr=roc_tpr,
                       gains=gains, curves=curves, excluded=np.flatnonzero(~evaluable),
                       calibration=_calibration_table(reliability))
 

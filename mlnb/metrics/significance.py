@@ -45,6 +45,16 @@ defined but S10 (or S01) is not, so the variance, z and p are NaN.
 wins = #{d_k > t}, losses = #{d_k < −t}, ties = #{|d_k| ≤ t}; ties dropped,
 p = two-sided exact binomial P(wins | wins + losses, ½).
 
+**McNemar (1947)**, for two classifiers' decisions on the same documents:
+with b = #{a right, b wrong} and c = #{a wrong, b right} (agreements carry no
+information), under H0 the discordant pairs split ½ : ½, so
+
+    b + c ≤ 25:  p = two-sided exact binomial P(b | b + c, ½)     (statistic = min(b, c))
+    b + c > 25:  χ² = max(0, |b − c| − 1)² / (b + c),  1 df       (continuity-corrected)
+
+and p = 1 when b + c = 0. The max(0, ·) keeps b = c at χ² = 0, p = 1 (the
+uncapped formula would give 1/(b + c)). Symmetric in a and b.
+
 Scores are decision values / log-odds, never probabilities: saturated
 probabilities tie and distort both the AUCs and the components.
 """
@@ -56,7 +66,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.stats import binomtest, norm, rankdata
+from scipy.stats import binomtest, chi2, norm, rankdata
 
 from mlnb.errors import MlnbError
 
@@ -81,6 +91,21 @@ class SignTestResult:
     losses: int
     ties: int
     p_value: float
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """McNemar's test of two classifiers' per-document correctness on the same documents."""
+
+    b: int  # a right, b wrong
+    c: int  # a wrong, b right
+    statistic: float  # min(b, c) for "exact", the corrected χ² for "chi2"
+    p_value: float  # two-sided
+    method: str  # "exact" (binomial, b + c ≤ 25) or "chi2" (continuity-corrected, 1 df)
+
+
+#: largest b + c for which McNemar's test uses the exact binomial p
+MCNEMAR_EXACT_MAX = 25
 
 
 def _labels_and_scores(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
@@ -202,3 +227,29 @@ def sign_test(differences, tie_tolerance: float = 0.0) -> SignTestResult:
     ties = int(d.size - wins - losses)
     p_value = float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
     return SignTestResult(wins, losses, ties, p_value)
+
+
+def _correctness(values, name: str) -> np.ndarray:
+    v = np.asarray(values)
+    if v.ndim != 1:
+        raise MlnbError(f"{name} must be a 1-D array of per-document correctness, got shape {v.shape}")
+    if v.dtype != bool and not np.isin(v, (0, 1)).all():
+        raise MlnbError(f"{name} must hold booleans or 0/1")
+    return v.astype(bool)
+
+
+def mcnemar_test(correct_a, correct_b) -> McNemarResult:
+    """McNemar's two-sided test that models a and b are equally often right (same documents).
+
+    correct_a, correct_b : (n,) booleans (or 0/1), whether each model got document i right
+    """
+    right_a, right_b = _correctness(correct_a, "correct_a"), _correctness(correct_b, "correct_b")
+    if right_a.shape != right_b.shape:
+        raise MlnbError(f"correct_a has {right_a.size} documents but correct_b has {right_b.size}")
+    b, c = int(np.count_nonzero(right_a & ~right_b)), int(np.count_nonzero(~right_a & right_b))
+    if b + c == 0:
+        return McNemarResult(b, c, 0.0, 1.0, "exact")
+    if b + c <= MCNEMAR_EXACT_MAX:
+        return McNemarResult(b, c, float(min(b, c)), float(binomtest(b, b + c, 0.5).pvalue), "exact")
+    statistic = max(0, abs(b - c) - 1) ** 2 / (b + c)
+    return McNemarResult(b, c, float(statistic), float(chi2.sf(statistic, df=1)), "chi2")

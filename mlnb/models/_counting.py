@@ -19,7 +19,9 @@ import scipy.sparse as sp
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
 
-_NUMBA_MIN_NNZ = 200_000
+# the kernel is ahead of scipy from about a thousand non-zeros (tweets DTM, 3 classes: 0.43 ms against
+# 1.9 ms at 124k non-zeros; 0.11 against 0.22 ms at 8k); below this scipy's path is kept for tiny inputs
+_NUMBA_MIN_NNZ = 10_000
 
 if HAVE_NUMBA:
 

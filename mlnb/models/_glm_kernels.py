@@ -12,15 +12,23 @@ Two implementations of one and the same step, chosen by ``kernel``:
 Step on minibatch B (m documents; t = step number from 1; lrate per category):
 
     Z = X_B·W + b                          (m × K)
-    D = σ(Z) − Y_B                         (m × K)
+    D = P − Y_B,  P = link(Z)              (m × K)
     G = X_Bᵀ·D / m + l2·W + l1·sign(W)     on the rows of W that B touches
     g_b = 1ᵀ·D / m
     adagrad:  S += G²;  W −= lrate · t^(−texp) · G / ((S / t)^vexp + ε)
     sgd:                W −= lrate · t^(−texp) · G
 
 With texp = vexp = ½ the adagrad step is the classic lrate · G / √ΣG².
-``step`` returns the minibatch's summed log loss Σ softplus(z) − y·z, measured
-before the update.
+The link, chosen once per fit, is the only thing that differs between tasks
+(D = P − Y is the gradient of its log loss in Z either way):
+
+    sigmoid (multilabel, K independent categories):
+        P = σ(Z),                           loss = Σ_ik softplus(z_ik) − y_ik·z_ik
+    softmax (multiclass, one class per document, Y_B one-hot):
+        P_i = exp(z_i − max z_i) / Σ_k exp(z_ik − max z_i),
+                                            loss = Σ_i logsumexp(z_i) − z_i·y_i
+
+``step`` returns the minibatch's summed loss, measured before the update.
 
 With a scale R (V × K, e.g. NB log-count ratios; see ``nb_logistic.py``) the
 same step trains W′ of the re-parameterisation W = R ∘ W′ (a per-word,
@@ -38,9 +46,32 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, logsumexp, softmax
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
+
+#: the links a kernel can take: sigmoid for multilabel, softmax for multiclass
+LINKS = ("sigmoid", "softmax")
+
+
+def _check_link(link: str) -> None:
+    if link not in LINKS:
+        raise ValueError(f"link must be one of {LINKS}, got {link!r}")
+
+
+def _sigmoid_residual(Z, Yb):
+    """(σ(Z) − Y_B, Σ softplus(z) − y·z): the multilabel residual and summed log loss."""
+    loss = float(np.sum(np.logaddexp(0.0, Z.astype(np.float64))) - np.sum(Z * Yb, dtype=np.float64))
+    return expit(Z) - Yb, loss
+
+
+def _softmax_residual(Z, Yb):
+    """(softmax(Z) − Y_B, Σ_i logsumexp(z_i) − z_i·y_i): the multiclass residual and cross-entropy."""
+    loss = float(np.sum(logsumexp(Z.astype(np.float64), axis=1)) - np.sum(Z * Yb, dtype=np.float64))
+    return softmax(Z, axis=1) - Yb, loss  # scipy's softmax subtracts the row max; stays float32
+
+
+_SCIPY_RESIDUALS = {"sigmoid": _sigmoid_residual, "softmax": _softmax_residual}
 
 
 def _update_bias(b, Sb, D, lrate, t, adagrad, texp, vexp, eps):
@@ -58,8 +89,10 @@ class ScipyKernel:
 
     name = "scipy"
 
-    def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, batch_size: int):
+    def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, batch_size: int, link: str = "sigmoid"):
+        _check_link(link)
         self.X, self.Y = X, Y
+        self.residual = _SCIPY_RESIDUALS[link]
         self.position = np.zeros(X.shape[1], dtype=np.int64)
 
     def step(self, rows, W, b, S, Sb, lrate, t, adagrad, texp, vexp, eps, l1, l2, R=None) -> float:
@@ -73,9 +106,8 @@ class ScipyKernel:
         Wc = W[cols]  # (|cols|, K)
         Rc = None if R is None else R[cols]  # (|cols|, K)
         Z = Xs @ (Wc if Rc is None else Rc * Wc) + b  # (m, K)
-        Yb = self.Y[rows].toarray().astype(np.float32)
-        loss = float(np.sum(np.logaddexp(0.0, Z.astype(np.float64))) - np.sum(Z * Yb, dtype=np.float64))
-        D = expit(Z) - Yb
+        Yb = self.Y[rows].toarray().astype(np.float32)  # (m, K)
+        D, loss = self.residual(Z, Yb)  # (m, K)
         G = (Xs.T @ D) / np.float32(m)  # (|cols|, K)
         if Rc is not None:
             G *= Rc
@@ -143,7 +175,7 @@ if HAVE_NUMBA:
                         Z[ii, k] += v * (R[j, k] * W[j, k])
 
     @njit(parallel=True, cache=True, fastmath=True)
-    def _residual_and_loss(rows, y_indptr, y_indices, Z):
+    def _sigmoid_residual_and_loss(rows, y_indptr, y_indices, Z):
         """Z -> σ(Z) − Y_B in place; returns Σ softplus(z) − y·z (the log loss).
 
         Everything stays float32: a float64 constant here makes this loop ~10× slower.
@@ -167,10 +199,39 @@ if HAVE_NUMBA:
             losses[ii] = loss
         return losses.astype(np.float64).sum()
 
-    def _forward(indptr, indices, data, rows, y_indptr, y_indices, W, b, D, R):
-        """D = σ(X_B·(R ∘ W) + b) − Y_B in place (R None: X_B·W); returns the summed log loss."""
-        _forward_product(indptr, indices, data, rows, W, b, D, R)
-        return _residual_and_loss(rows, y_indptr, y_indices, D)
+    @njit(parallel=True, cache=True, fastmath=True)
+    def _softmax_residual_and_loss(rows, y_indptr, y_indices, Z):
+        """Z -> softmax(Z) − Y_B in place, row by row; returns Σ_i logsumexp(z_i) − z_i·y_i.
+
+        Subtracting the row's max keeps every exponent ≤ 0 (no overflow) and the sum ≥ 1
+        (no log 0). float32 throughout, as in the sigmoid kernel.
+        """
+        m, K = Z.shape
+        zero, one = np.float32(0.0), np.float32(1.0)
+        losses = np.zeros(m, dtype=np.float32)
+        for ii in prange(m):
+            r = rows[ii]
+            loss = zero
+            for q in range(y_indptr[r], y_indptr[r + 1]):
+                loss -= Z[ii, y_indices[q]]  # − z_i·y_i, before Z is overwritten
+            top = Z[ii, 0]
+            for k in range(1, K):
+                top = max(top, Z[ii, k])
+            total = zero
+            for k in range(K):
+                e = np.exp(Z[ii, k] - top)
+                Z[ii, k] = e
+                total += e
+            loss += top + np.log(total)  # logsumexp(z_i)
+            inv_total = one / total
+            for k in range(K):
+                Z[ii, k] *= inv_total  # softmax(z_i)
+            for q in range(y_indptr[r], y_indptr[r + 1]):
+                Z[ii, y_indices[q]] -= one
+            losses[ii] = loss
+        return losses.astype(np.float64).sum()
+
+    _NUMBA_RESIDUALS = {"sigmoid": _sigmoid_residual_and_loss, "softmax": _softmax_residual_and_loss}
 
     @njit(parallel=True, cache=True, fastmath=True)
     def _backward_update(W, S, G, D, lrate, n_touched, touched, col_ptr, col_doc, col_val, m, step,
@@ -224,10 +285,12 @@ class NumbaKernel:
 
     name = "numba"
 
-    def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, batch_size: int):
+    def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, batch_size: int, link: str = "sigmoid"):
         if not HAVE_NUMBA:  # pragma: no cover
             raise ImportError("numba is not installed: use kernel = 'scipy'")
+        _check_link(link)
         self.X, self.Y = X, Y
+        self.residual = _NUMBA_RESIDUALS[link]  # chosen once: the step itself never branches on it
         V, K = X.shape[1], Y.shape[1]
         row_nnz = np.sort(np.diff(X.indptr))[::-1]
         max_nnz = max(1, int(row_nnz[:batch_size].sum()))  # the most a minibatch can hold
@@ -243,8 +306,9 @@ class NumbaKernel:
 
     def step(self, rows, W, b, S, Sb, lrate, t, adagrad, texp, vexp, eps, l1, l2, R=None) -> float:
         X, Y = self.X, self.Y
-        D = self.D[:rows.size]
-        loss = _forward(X.indptr, X.indices, X.data, rows, Y.indptr, Y.indices, W, b, D, R)
+        D = self.D[:rows.size]  # (m, K)
+        _forward_product(X.indptr, X.indices, X.data, rows, W, b, D, R)  # D = Z = X_B·(R ∘ W) + b
+        loss = self.residual(rows, Y.indptr, Y.indices, D)  # D = link(Z) − Y_B
         n_touched = _transpose_batch(X.indptr, X.indices, X.data, rows, self.count, self.slot,
                                      self.touched, self.col_ptr, self.col_doc, self.col_val)
         _backward_update(W, S, self.G, D, lrate, n_touched, self.touched, self.col_ptr, self.col_doc,

@@ -19,6 +19,18 @@ This minimises, over all categories together,
     (1/n) Σ_i Σ_k [softplus(z_ik) − y_ik·z_ik] + (l2/2)·‖W‖² + l1·‖W‖₁
 
 (with regularisation applied lazily, to the rows a minibatch touches).
+
+With ``task = "multiclass"`` (one class per document, Y one-hot) the link is
+the softmax instead of the sigmoid, and only the probabilities and the loss
+change; the backward product, the regularisation and the updates are the same:
+
+    Z = X_B·W + b,   P_i = softmax(z_i) = exp(z_i − logsumexp(z_i))       (m × K)
+    G = X_Bᵀ·(P − Y_B) / m + l2·W + l1·sign(W),   g_b = 1ᵀ·(P − Y_B) / m
+
+which minimises the mean cross-entropy (multinomial logistic regression)
+
+    (1/n) Σ_i [logsumexp(z_i) − z_i·y_i] + (l2/2)·‖W‖² + l1·‖W‖₁.
+
 The minibatch step itself lives in ``_glm_kernels`` (a scipy reference and a
 two-core numba kernel that compute the same thing).
 """
@@ -29,16 +41,19 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator
 
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, as_one_hot
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
 UPDATERS = ("adagrad", "sgd")
+#: each task's link: K independent sigmoids, or one softmax over K classes
+LINKS = {"multilabel": "sigmoid", "multiclass": "softmax"}
 
 
 @dataclass
@@ -96,14 +111,18 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         Seed of the shuffling.
     kernel : {"numba", "scipy"}
         Implementation of the minibatch step (identical math).
+    task : {"multilabel", "multiclass"}
+        "multilabel": a sigmoid per category, Y any 0/1 matrix. "multiclass": one
+        softmax over the K classes, Y one-hot (n × K) or class labels 0..K−1 (n,).
 
     Attributes
     ----------
     weights_ : (V, K) float32,  bias_ : (K,) float32
     untrainable_categories_ : categories without a positive (or a negative) training document
-    history_ : list of dict, one per pass: training loss (mean log loss per
-        document and category, before each update), held-out loss if an
-        ``eval_set`` was given, seconds, documents per second, GFLOP/s.
+    history_ : list of dict, one per pass: training loss (before each update; multilabel:
+        mean log loss per document and category; multiclass: mean cross-entropy per
+        document), held-out loss (the same measure) if an ``eval_set`` was given,
+        seconds, documents per second, GFLOP/s.
     weights_prime_ : (V, K) float32, only after ``fit(..., scale=R)``: the trained W′,
         of which ``weights_`` = R ∘ W′.
     """
@@ -111,7 +130,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     def __init__(self, updater=_DEFAULTS.updater, lrate=_DEFAULTS.lrate, batch_size=_DEFAULTS.batch_size,
                  npasses=_DEFAULTS.npasses, l1=_DEFAULTS.l1, l2=_DEFAULTS.l2, texp=_DEFAULTS.texp,
                  vexp=_DEFAULTS.vexp, epsilon=_DEFAULTS.epsilon, shuffle=_DEFAULTS.shuffle, random_state=0,
-                 kernel=_DEFAULTS.kernel):
+                 kernel=_DEFAULTS.kernel, task="multilabel"):
         self.updater = updater
         self.lrate = lrate
         self.batch_size = batch_size
@@ -124,6 +143,18 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         self.shuffle = shuffle
         self.random_state = random_state
         self.kernel = kernel
+        self.task = task
+
+    @property
+    def scores_are_joint_log_likelihoods(self) -> bool:
+        """True in multiclass: ``decision_function`` gives per-class scores J whose softmax is the
+        posterior (not per-category log-odds)."""
+        return self.task == "multiclass"
+
+    def _link(self) -> str:
+        if self.task not in LINKS:
+            raise MlnbError(f"task must be one of {tuple(LINKS)}, got {self.task!r}")
+        return LINKS[self.task]
 
     def _check_params(self, K: int) -> np.ndarray:
         if self.updater not in UPDATERS:
@@ -148,12 +179,14 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         return np.ascontiguousarray(lrate, dtype=np.float32)
 
     def fit(self, X, Y, coef_init=None, intercept_init=None, eval_set=None, scale=None):
-        """Fit W and b on X (n × V) and Y (n × K, 0/1).
+        """Fit W and b on X (n × V) and Y (n × K, 0/1; multiclass: one-hot, or labels (n,) in 0..K−1).
 
         coef_init, intercept_init : optional warm start, (V, K) and (K,), e.g.
             the Naive Bayes weights of the same data. Without them W starts at 0
             and b at the training log-odds of each category (its base rate), so
-            rare categories need not spend their first steps finding it.
+            rare categories need not spend their first steps finding it; in
+            multiclass at the log class frequencies log((N_c + ½)/(n + ½K)),
+            which is where softmax(b) fits the class frequencies.
         eval_set : optional (X, Y) whose log loss is reported after every pass.
         scale : optional R (V, K): train W′ of W = R ∘ W′ instead of W, i.e. a
             per-category rescaling of the features x̃ = R[:, k] ∘ x (NB-LR's
@@ -161,8 +194,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             AdaGrad sums then apply to W′, ``coef_init`` is a W′, and
             ``weights_prime_`` holds W′ beside ``weights_`` = R ∘ W′.
         """
+        link = self._link()
         X = as_csr_float32(X)
-        Y = as_label_matrix(Y, X.shape[0]).astype(np.int8)
+        Y = (as_one_hot(Y, X.shape[0]) if link == "softmax" else as_label_matrix(Y, X.shape[0])).astype(np.int8)
         n, V = X.shape
         K = Y.shape[1]
         lrate = self._check_params(K)
@@ -170,7 +204,10 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         X.indptr = X.indptr.astype(np.int64)
         W = np.zeros((V, K), dtype=np.float32) if coef_init is None else \
             np.array(coef_init, dtype=np.float32, order="C", copy=True)
-        if intercept_init is None:  # start at each category's base rate, log((N + ½)/(n − N + ½))
+        if intercept_init is None and link == "softmax":  # log class frequencies, log((N_c + ½)/(n + ½K))
+            counts = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
+            b = (np.log(counts + 0.5) - np.log(n + 0.5 * K)).astype(np.float32)
+        elif intercept_init is None:  # start at each category's base rate, log((N + ½)/(n − N + ½))
             positives = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()
             b = (np.log(positives + 0.5) - np.log(n - positives + 0.5)).astype(np.float32)
         else:
@@ -185,7 +222,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         S = np.zeros((V, K), dtype=np.float32)  # AdaGrad's running sum of squared gradients
         Sb = np.zeros(K, dtype=np.float32)
         batch_size = min(self.batch_size, n)
-        kernel = KERNELS[self.kernel](X, Y, batch_size)
+        kernel = KERNELS[self.kernel](X, Y, batch_size, link)
         rng = np.random.default_rng(self.random_state)
         self.n_features_in_ = V
         positives = np.diff(Y.tocsc().indptr)
@@ -210,7 +247,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             self.weights_, self.bias_ = W if R is None else R * W, b  # with a scale, W is W′
             if R is not None:
                 self.weights_prime_ = W
-            record = {"pass": epoch, "train_loss": loss / (n * K), "seconds": seconds,
+            # multilabel: per document and category; multiclass: per document (K classes, one loss)
+            record = {"pass": epoch, "train_loss": loss / (n * K if link == "sigmoid" else n), "seconds": seconds,
                       "docs_per_second": n / seconds, "gflops": 4.0 * X.nnz * K / seconds / 1e9}
             if eval_set is not None:
                 record["heldout_loss"] = self.mean_log_loss(*eval_set)
@@ -219,10 +257,42 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         return self
 
     def mean_log_loss(self, X, Y) -> float:
-        """Mean log loss per document and category of the current weights on (X, Y)."""
-        Z = self.decision_function(X).astype(np.float64)
+        """Mean log loss of the current weights on (X, Y): per document and category (multilabel),
+        or the mean cross-entropy per document, (1/n) Σ_i logsumexp(z_i) − z_i·y_i (multiclass)."""
+        Z = self.decision_function(X).astype(np.float64)  # (n, K)
+        if self._link() == "softmax":
+            Y = as_one_hot(Y, Z.shape[0], n_classes=Z.shape[1])
+            return float((logsumexp(Z, axis=1).sum() - Z[Y.toarray().astype(bool)].sum()) / Z.shape[0])
         Y = as_label_matrix(Y, Z.shape[0])
         return float((np.logaddexp(0.0, Z).sum() - Z[Y.toarray().astype(bool)].sum()) / Z.size)
+
+    # -- scoring: the mixin's sigmoid scoring for multilabel, the softmax for multiclass ---------
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log P, float64 (documents, categories): multiclass log softmax(z) = z − logsumexp(z)
+        (the row max subtracted first, so never log 0 of an underflowed softmax); multilabel
+        log σ(z) = −softplus(−z)."""
+        Z = self.decision_function(X).astype(np.float64)  # (n, K)
+        if self._link() == "softmax":
+            return log_softmax(Z, axis=1)
+        return -np.logaddexp(0.0, -Z)
+
+    def predict_proba(self, X, dtype=np.float64) -> np.ndarray:
+        """P(class | document) = softmax(X·W + b) in multiclass (each row sums to 1), else the
+        mixin's σ(X·W + b); shape (documents, categories)."""
+        if self._link() == "sigmoid":
+            return super().predict_proba(X, dtype=dtype)
+        return softmax(self.decision_function(X).astype(np.float64), axis=1).astype(dtype, copy=False)
+
+    def predict(self, X, threshold=None) -> np.ndarray:
+        """Multiclass: the most probable class, argmax_k z_k, shape (documents,). Multilabel: the
+        mixin's 0/1 matrix, P ≥ threshold (default 0.5); a threshold has no meaning in multiclass."""
+        if self._link() == "sigmoid":
+            return super().predict(X, 0.5 if threshold is None else threshold)
+        if threshold is not None:
+            raise MlnbError("threshold applies to task = 'multilabel'; multiclass predicts the most "
+                            "probable class")
+        return np.argmax(self.decision_function(X), axis=1)
+
 
 
 def _format_pass(record: dict, npasses: int) -> str:
@@ -262,4 +332,4 @@ KIND = ModelKind(
     describe=lambda o: f"Logistic regression ({o.updater}, all categories"
                        + (f", from {o.init_from}" if o.init_from else "") + ")",
     params=engine_params, uses=lambda o: [o.init_from] if o.init_from else [],
-    fit_arguments=_fit_arguments)
+    fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"))

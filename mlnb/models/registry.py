@@ -25,6 +25,10 @@ def _no_arguments(options, fitted: dict, eval_set) -> dict:
     return {}
 
 
+def _no_check(options, task: str) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class ModelKind:
     """A registered model kind.
@@ -37,6 +41,10 @@ class ModelKind:
     params       : options -> estimator keyword arguments (default: the fields as they are)
     uses         : options -> names of other models of the study that must be fitted first
     fit_arguments: (options, fitted models by name, (X, Y) held out or None) -> extra ``fit`` keywords
+    tasks        : the study tasks it can do: "multilabel" (one-vs-rest log-odds per category) and/or
+                   "multiclass" (one class per document: joint log-likelihood per class, softmax)
+    check        : (options, task) -> raises MlnbError for a combination of options that cannot work
+                   (called when the config is loaded, before any data is read)
     """
 
     name: str
@@ -47,12 +55,20 @@ class ModelKind:
     params: Callable[[Any], dict] = dataclasses.asdict
     uses: Callable[[Any], list] = _no_models
     fit_arguments: Callable[[Any, dict, Any], dict] = _no_arguments
+    tasks: tuple = ("multilabel",)
+    check: Callable[[Any, str], None] = _no_check  # (options, task) -> MlnbError for what no single option shows
 
-    def build(self, options, seed: int = 0):
-        """An unfitted estimator with these options (and the study's seed where it takes one)."""
+    def build(self, options, seed: int = 0, task: str = "multilabel"):
+        """An unfitted estimator with these options (and the study's seed and task where it takes them)."""
+        if task not in self.tasks:
+            raise MlnbError(f"model kind {self.name!r} does not do task = {task!r} (it does: "
+                            f"{', '.join(self.tasks)})")
         params = self.params(options)
-        if "random_state" in inspect.signature(self.estimator).parameters:
+        accepted = inspect.signature(self.estimator).parameters
+        if "random_state" in accepted:
             params["random_state"] = seed
+        if "task" in accepted:
+            params["task"] = task
         return self.estimator(**params)
 
 

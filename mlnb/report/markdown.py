@@ -26,9 +26,17 @@ def comparison_markdown(comparison, top: int = 10) -> str:
         f"{counts['b_significantly_better']}; no significant difference: {counts['no_significant_difference']}; "
         f"not testable: {counts['not_testable']} (at {comparison.alpha:g} after Holm)",
         f"- sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, "
-        f"p = {sign.p_value:.3g}", "",
+        f"p = {sign.p_value:.3g}", *_mcnemar_lines(comparison), "",
         "Most significant categories (the comparison CSV has all):", "",
         markdown_table(shown.set_index("category")), ""])
+
+
+def _mcnemar_lines(comparison) -> list[str]:
+    m = comparison.mcnemar
+    if m is None:
+        return []
+    return [f"- McNemar's test of the two models' accuracy on the same documents: only a right on {m.b}, "
+            f"only b right on {m.c}; {m.method}, p = {m.p_value:.3g}"]
 
 
 def _models_markdown(result) -> list[str]:
@@ -56,6 +64,18 @@ def _untrainable_line(run, names) -> str | None:
             f"and {what}: {', '.join(names[k] for k in untrainable)}")
 
 
+def _summary_preamble(result) -> list[str]:
+    if result.config.task == "multiclass":
+        return ["Task: multiclass, one class per document. Each model's decision is the most probable class "
+                "(argmax of the posterior softmax of its joint scores); accuracy, F1 and the confusion matrix "
+                "come from that decision. Per-class ROC, AUC and lift rank documents by each class's log-odds "
+                "against the rest (J_k − logsumexp of the others), never by saturated posteriors; macro AUC is "
+                f"one-vs-rest over the classes with test documents; top-k accuracy with k = {result.config.eval.top_k}."]
+    return ["Rank metrics (AUC) come from the models' decision scores (log-odds), never from probabilities; "
+            "macro averages are over the categories with at least one positive and one negative test document. "
+            f"Thresholded metrics (F1, accuracy) cut every category at probability {result.config.eval.threshold:g}."]
+
+
 def study_markdown(result, plot_files: list[Path]) -> str:
     data = result.data
     report = result.config.report
@@ -67,9 +87,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
              f"Seed {result.config.seed}.", "",
              *_models_markdown(result),
              "## Summary", "",
-             "Rank metrics (AUC) come from the models' decision scores (log-odds), never from probabilities; "
-             "macro averages are over the categories with at least one positive and one negative test document. "
-             f"Thresholded metrics (F1, accuracy) cut every category at probability {result.config.eval.threshold:g}.",
+             *_summary_preamble(result),
              "", markdown_table(summary_table(result)), ""]
     excluded = result.models[0].evaluation.excluded
     if len(excluded):

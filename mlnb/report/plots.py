@@ -239,10 +239,16 @@ def auc_difference(comparison, path: Path, colors: tuple[str, str]) -> Path:
         # explicit legend patches: an empty bar group has no colour of its own to show
         handles.append(Patch(color=color, label=f"{name} ({int(chosen.sum())})"))
     ax.axhline(0, color="black", lw=0.8)
-    step = max(1, len(table) // 12)
-    ax.set_xticks(x[::step])
-    ax.set_xticklabels(table["train_pos"].to_numpy()[::step])
-    ax.set_xlabel("categories, ordered by training documents (tick labels: training documents)")
+    if len(table) <= 30:  # few categories: name each one
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{name}\n{count}" for name, count in zip(table["name"], table["train_pos"])],
+                           fontsize=7 if len(table) > 12 else 8)
+        ax.set_xlabel("categories, ordered by training documents (tick labels: name and training documents)")
+    else:
+        step = max(1, len(table) // 12)
+        ax.set_xticks(x[::step])
+        ax.set_xticklabels(table["train_pos"].to_numpy()[::step])
+        ax.set_xlabel("categories, ordered by training documents (tick labels: training documents)")
     ax.set_ylabel(f"AUC({comparison.name_a}) − AUC({comparison.name_b})")
     sign = comparison.sign
     ax.set_title(f"{comparison.name_a}: {comparison.label_a}\n{comparison.name_b}: {comparison.label_b}\n"
@@ -318,4 +324,32 @@ def learning_curve(curve, metric: str, path: Path) -> Path:
     ax.grid(alpha=0.3, which="both")
     # outside the axes: inside, a legend hides points and crossing labels wherever it is put
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, path)
+
+
+def confusion_matrix(run, class_names, path: Path) -> Path:
+    """Multiclass: the confusion matrix of one model, each row (true class) as shares of that class,
+    with the counts written in the cells while they fit."""
+    confusion = run.evaluation.confusion
+    K = confusion.shape[0]
+    shares = confusion / np.maximum(confusion.sum(axis=1, keepdims=True), 1)
+    size = min(4 + 0.45 * K, 16)
+    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+    if K <= 20:
+        for (i, j), count in np.ndenumerate(confusion):
+            ax.text(j, i, f"{count}", ha="center", va="center", fontsize=8,
+                    color="white" if shares[i, j] > 0.5 else "black")
+    ticks = np.arange(K) if K <= 40 else np.arange(0, K, max(1, K // 20))
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    ax.set_xticklabels([class_names[k] for k in ticks], rotation=45 if K > 5 else 0, ha="right" if K > 5 else "center",
+                       fontsize=8)
+    ax.set_yticklabels([class_names[k] for k in ticks], fontsize=8)
+    ax.set_xlabel("predicted class (argmax of the posterior)")
+    ax.set_ylabel("true class")
+    summary = run.evaluation.summary
+    ax.set_title(f"{run.name}: {run.label}\naccuracy {summary['accuracy']:.4f}, balanced "
+                 f"{summary['balanced_accuracy']:.4f}", fontsize=9)
+    fig.colorbar(image, ax=ax, label="share of the true class", fraction=0.046, pad=0.04)
     return _save(fig, path)

@@ -29,7 +29,7 @@ from mlnb.report import plots
 from mlnb.report.folder import atomic_folder
 from mlnb.report.markdown import comparison_markdown, study_markdown
 from mlnb.report.provenance import json_safe, provenance
-from mlnb.report.tables import curve_frames, markdown_table, metrics_frame
+from mlnb.report.tables import confusion_frame, curve_frames, markdown_table, metrics_frame
 from mlnb.scores import SCORES_FILE, save_scores
 from mlnb.study import StudyResult
 
@@ -49,7 +49,7 @@ def _summary_json(result: StudyResult, command: str | None) -> dict:
             "excluded_categories": [names[k] for k in run.evaluation.excluded],
             "untrainable_categories": [names[k] for k in untrainable],
         }
-    return {"name": result.config.name, "seed": result.config.seed, "data": result.data,
+    return {"name": result.config.name, "seed": result.config.seed, "task": result.config.task, "data": result.data,
             "load_seconds": result.load_seconds, "models": models,
             "comparisons": [comparison.summary() for comparison in result.comparisons],
             **provenance(command), "config": config_dict(result.config)}
@@ -68,6 +68,9 @@ def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
             plots.lift_for_category(result, k, folder / f"lift_category_{k}.png"),
             plots.calibration(result, folder / "calibration.png"),
             plots.auc_by_frequency(result, folder / "auc_by_frequency.png")]
+    if result.config.task == "multiclass":
+        made += [plots.confusion_matrix(run, result.category_names, folder / f"confusion_{run.name}.png")
+                 for run in result.models]
     colors = plots.study_colors(result)
     for comparison in result.comparisons:
         pair = f"{comparison.name_a}_vs_{comparison.name_b}"
@@ -91,10 +94,12 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
             folder / "curves" / "calibration.csv", index=False)
         if result.comparisons:
             comparison_frame(result.comparisons).to_csv(folder / "comparison.csv", index=False)
+        if result.config.task == "multiclass":
+            confusion_frame(result).to_csv(folder / "confusion.csv", index=False)
         if result.config.report.save_scores:
             save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
                         {run.name: run.label for run in result.models}, result.category_names,
-                        result.train_positives)
+                        result.train_positives, task=result.config.task)
         plot_files = []
         if result.config.report.plots:
             (folder / "plots").mkdir()
@@ -136,9 +141,7 @@ def write_sweep(sweep, root: str | Path = "results") -> Path:
 
 
 def write_curve(curve, root: str | Path = "results") -> Path:
-    from mlnb.studies.curve import CURVE_METRICS
-
-    means = curve.table.groupby(["model", "size"])[list(CURVE_METRICS)].mean().reset_index()
+    means = curve.table.groupby(["model", "size"])[list(curve.metrics)].mean().reset_index()
     lines = [f"# mlnb learning curve: {curve.config.name}", "",
              f"Mean test metrics over {curve.table['seed'].nunique()} training samples per size. Models: "
              + "; ".join(f"{name} = {label}" for name, label in curve.labels.items()) + ".", "",
@@ -154,7 +157,7 @@ def write_curve(curve, root: str | Path = "results") -> Path:
     return _write_study_folder(root, f"{curve.config.name}-curve", {"curve.csv": curve.table}, summary,
                                "\n".join(lines) + "\n",
                                [(f"curve_{m}.png", (lambda path, m=m: plots.learning_curve(curve, m, path)))
-                                for m in CURVE_METRICS])
+                                for m in curve.metrics])
 
 
 def write_comparison(comparison, root: str | Path = "results", sources: list[str] = ()) -> Path:

@@ -8,14 +8,22 @@ import pandas as pd
 SUMMARY_COLUMNS = {"macro_auc": "macro AUC", "micro_auc": "micro AUC", "micro_f1": "micro F1",
                    "macro_f1": "macro F1", "mean_expected_accuracy": "mean exp. accuracy",
                    "mean_log_loss": "mean log loss"}
+MULTICLASS_COLUMNS = {"accuracy": "accuracy", "balanced_accuracy": "balanced acc.", "macro_f1": "macro F1",
+                      "weighted_f1": "weighted F1", "macro_auc": "macro AUC (ovr)", "log_loss": "log loss",
+                      "top_k_accuracy": "top-k acc."}
+
+
+def summary_columns(task: str) -> dict:
+    return MULTICLASS_COLUMNS if task == "multiclass" else SUMMARY_COLUMNS
 
 
 def summary_table(result) -> pd.DataFrame:
     """One row per model: the headline averages and the time each model took."""
     rows = []
+    columns = summary_columns(result.config.task)
     for run in result.models:
         row = {"model": run.name, "label": run.label}
-        row.update({title: run.evaluation.summary[key] for key, title in SUMMARY_COLUMNS.items()})
+        row.update({title: run.evaluation.summary[key] for key, title in columns.items()})
         row.update({"fit s": run.fit_seconds, "score s": run.score_seconds})
         rows.append(row)
     return pd.DataFrame(rows).set_index("model")
@@ -27,10 +35,30 @@ def format_summary(result) -> str:
     legend = "\n".join(f"  {name}: {label}" for name, label in table["label"].items())
     text = "models:\n" + legend + "\n" + table.drop(columns="label").to_string(float_format=lambda v: f"{v:.4f}")
     first = result.models[0].evaluation.summary
+    what = "classes have no test document" if result.config.task == "multiclass" else \
+        "categories have no positive or no negative test document"
     if first["n_excluded"]:
-        text += (f"\n{first['n_excluded']} of {first['n_categories']} categories have no positive or no "
-                 "negative test document: AUC undefined, left out of the macro averages")
+        text += (f"\n{first['n_excluded']} of {first['n_categories']} {what}: AUC undefined, left out of the "
+                 "macro averages")
+    for comparison in result.comparisons:
+        if comparison.mcnemar is not None:
+            m = comparison.mcnemar
+            text += (f"\nMcNemar, {comparison.name_a} against {comparison.name_b}: {comparison.name_a} alone right "
+                     f"on {m.b}, {comparison.name_b} alone right on {m.c} documents, p = {m.p_value:.3g}")
     return text
+
+
+def confusion_frame(result) -> pd.DataFrame:
+    """Multiclass: one row per model × true class × predicted class, with the count."""
+    names = result.category_names
+    frames = []
+    for run in result.models:
+        confusion = run.evaluation.confusion
+        true, predicted = np.indices(confusion.shape)
+        frames.append(pd.DataFrame({"model": run.name, "true": np.asarray(names)[true.ravel()],
+                                    "predicted": np.asarray(names)[predicted.ravel()],
+                                    "count": confusion.ravel()}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def metrics_frame(result) -> pd.DataFrame:

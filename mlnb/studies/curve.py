@@ -23,6 +23,11 @@ from mlnb.errors import MlnbError
 from mlnb.study import model_labels, prepare_data, run_models
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
+MULTICLASS_CURVE_METRICS = ("macro_auc", "accuracy", "log_loss")
+
+
+def curve_metrics(task: str) -> tuple:
+    return MULTICLASS_CURVE_METRICS if task == "multiclass" else CURVE_METRICS
 
 
 def training_sizes(requested: list[int], n_train: int, points: int = 8) -> list[int]:
@@ -41,6 +46,7 @@ class CurveResult:
     table: pd.DataFrame  # one row per model × size × seed
     labels: dict  # model name -> label
     crossings: dict  # "a-vs-b" -> {metric -> training sizes where the mean curves of a and b cross}
+    metrics: tuple = CURVE_METRICS  # the summary metrics recorded per model × size × seed
 
 
 def crossings(sizes: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -61,6 +67,7 @@ def run_curve(config: StudyConfig) -> CurveResult:
     X_test = X_all[dataset.test_index]
     sizes = training_sizes(config.curve.sizes, dataset.train_index.size)
     jobs = [(size, seed) for size in sizes for seed in range(config.curve.seeds)]
+    metrics = curve_metrics(config.task)
     rows = []
     for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
         sample = dataset.subsample_train(size, seed=config.seed * 1_000 + seed)
@@ -68,12 +75,12 @@ def run_curve(config: StudyConfig) -> CurveResult:
         for run in run_models(config, X, Y, X_test, Y_test, dataset.category_names, curve_categories=[],
                               seed=config.seed * 1_000 + seed):
             rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
-                         **{m: run.evaluation.summary[m] for m in CURVE_METRICS}})
+                         **{m: run.evaluation.summary[m] for m in metrics}})
     table = pd.DataFrame(rows)
-    means = table.groupby(["model", "size"])[list(CURVE_METRICS)].mean()
+    means = table.groupby(["model", "size"])[list(metrics)].mean()
     found = {}
     for name_a, name_b in config.compared_pairs():
         found[f"{name_a}-vs-{name_b}"] = {
             metric: crossings(np.array(sizes), means.loc[name_a][metric].to_numpy(),
-                              means.loc[name_b][metric].to_numpy()) for metric in CURVE_METRICS}
-    return CurveResult(config=config, table=table, labels=model_labels(config), crossings=found)
+                              means.loc[name_b][metric].to_numpy()) for metric in metrics}
+    return CurveResult(config=config, table=table, labels=model_labels(config), crossings=found, metrics=metrics)

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from mlnb import progress
-from mlnb.config import PER_CATEGORY_METRICS, StudyConfig, parse_override, toml_value, with_overrides
+from mlnb.config import (MULTICLASS_METRICS, PER_CATEGORY_METRICS, SUMMARY_METRICS, StudyConfig, fit_order,
+                         parse_override, toml_value, with_overrides)
 from mlnb.data.dataset import Dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
@@ -86,10 +87,14 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     if model is None:
         raise MlnbError(f"sweep.model: the grid sweeps keys of several models ({', '.join(swept_models)}); "
                         "say which model's metric decides")
-    per_category = s.metric in PER_CATEGORY_METRICS
-    if per_category != (s.category >= 0):
-        raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = {s.category}: a per-category metric "
-                        f"({', '.join(PER_CATEGORY_METRICS)}) needs a category >= 0, a summary metric needs -1")
+    per_category = s.category >= 0
+    summary_metrics = SUMMARY_METRICS + (MULTICLASS_METRICS if config.task == "multiclass" else ())
+    if per_category and s.metric not in PER_CATEGORY_METRICS:
+        raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = {s.category}: a category's metric is one "
+                        f"of {', '.join(PER_CATEGORY_METRICS)}")
+    if not per_category and s.metric not in summary_metrics:
+        raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = -1: a summary metric ({config.task}) is "
+                        f"one of {', '.join(summary_metrics)}; a per-category metric needs a category >= 0")
     if dataset is None:
         dataset, _ = prepare_data(config)
     if s.category >= dataset.n_categories:
@@ -105,7 +110,7 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
                                          origin="sweep.params"))
                 for setting in _settings(grid, s.random_samples, config.seed)]
     for _, setting_config in settings:
-        _check_keys_matter(grid, setting_config)
+        _check_keys_matter(grid, setting_config, model)
     features = FeatureTransform(config.features.transform, config.features.min_df, config.features.max_features)
     features.fit(split.X_train)
     X_fit, Y_fit = features.transform(split.X_train), split.Y_train
@@ -133,14 +138,18 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
                        n_validation=int(X_val.shape[0]))
 
 
-def _check_keys_matter(grid: dict, config: StudyConfig) -> None:
-    """Refuse a grid key of a disabled model, or one its own options make idle: the rows would
-    differ only by noise."""
+def _check_keys_matter(grid: dict, config: StudyConfig, model: str) -> None:
+    """Refuse a grid key of a disabled model, of a model the deciding one does not use, or one its
+    own options make idle: the rows would differ only by noise."""
     enabled = {spec.name: spec for spec in config.study_models()}
+    fitted = [spec.name for spec in fit_order(config, [model])] if model in enabled else list(enabled)
     for key in grid:
         name, option = key.split(".")[1], key.split(".")[2]
         if name not in enabled:
             raise MlnbError(f"sweep.params: {key}: model {name!r} is not an enabled model of the study "
                             f"({', '.join(enabled)})")
+        if name not in fitted:
+            raise MlnbError(f"sweep.params: {key} does nothing to the deciding model {model!r} (sweep.model), "
+                            f"which is fitted from {', '.join(fitted)} only")
         if option == "lrate" and getattr(enabled[name].options, "lrate_per_category", None):
             raise MlnbError(f"sweep.params: {key} does nothing while models.{name}.lrate_per_category is set")

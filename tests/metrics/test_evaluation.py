@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, roc_auc_score
 
-from mlnb.metrics import evaluate
+import scipy.sparse as sp
+
+from mlnb.errors import MlnbError
+from mlnb.metrics import evaluate, precision_at_k
 
 
 @pytest.fixture
@@ -70,3 +73,34 @@ def test_numba_and_numpy_pointwise_sums_agree(scored):
     for field in fast:
         np.testing.assert_allclose(fast[field], slow[field], rtol=1e-6, err_msg=field)
     np.testing.assert_allclose(fast_bins, slow_bins, rtol=1e-6)
+
+
+def test_precision_at_k_by_hand():
+    scores = np.array([[0.9, 0.1, 0.5, 0.3],   # top 2 = {0, 2}: 1 true of 2
+                       [0.2, 0.2, 0.2, 0.1],   # three-way tie: the lower indices {0, 1}: 1 true
+                       [-1.0, 2.0, 2.0, 2.0],  # {1, 2}: 0 true
+                       [5.0, -np.inf, 0.0, 1.0]])  # {0, 3}: 2 true
+    Y = np.array([[1, 0, 0, 1], [0, 1, 1, 0], [0, 0, 0, 1], [1, 1, 0, 1]])
+    assert precision_at_k(Y, scores, 2) == pytest.approx((1 + 1 + 0 + 2) / (4 * 2), abs=1e-15)
+    assert precision_at_k(Y, scores, 1) == pytest.approx((1 + 0 + 0 + 1) / 4, abs=1e-15)
+    # top 3 = {0, 2, 3}, {0, 1, 2}, {1, 2, 3}, {0, 2, 3}: 2, 2, 1, 2 true
+    assert precision_at_k(Y, scores, 3) == pytest.approx((2 + 2 + 1 + 2) / (4 * 3), abs=1e-15)
+    assert precision_at_k(Y, scores, 4) == pytest.approx(Y.sum() / 16, abs=1e-15)  # k = K: every category
+    assert precision_at_k(Y, scores, 6) == pytest.approx(Y.sum() / 24, abs=1e-15)  # still divided by k
+    assert precision_at_k(sp.csr_matrix(Y), scores, 2) == precision_at_k(Y, scores, 2)
+    assert evaluate(Y, scores, top_k=2).summary["precision_at_k"] == pytest.approx(0.5, abs=1e-15)
+    assert evaluate(Y, scores).summary["precision_at_k"] == 0.5  # default k = 2
+    with pytest.raises(MlnbError, match="top_k must be a positive integer, got 0"):
+        evaluate(Y, scores, top_k=0)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_precision_at_k_equals_a_stable_sort_in_row_blocks(scored, k, monkeypatch):
+    from mlnb.metrics import evaluation
+
+    Y, scores = scored  # rounded scores: ties within rows
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # ties: the lower index first
+    expected = np.take_along_axis(Y, order, axis=1).sum() / (Y.shape[0] * k)
+    assert precision_at_k(Y, scores, k) == pytest.approx(expected, abs=1e-15)
+    monkeypatch.setattr(evaluation, "PRECISION_BLOCK_ROWS", 37)
+    assert precision_at_k(sp.csc_matrix(Y), scores, k) == pytest.approx(expected, abs=1e-15)

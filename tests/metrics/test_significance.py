@@ -1,13 +1,15 @@
-"""DeLong, Holm and sign tests against hand-worked examples, the bootstrap and scipy."""
+"""DeLong, Holm, sign and McNemar tests against hand-worked examples, the bootstrap and scipy."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.stats import binomtest, norm, rankdata
+from scipy.stats import binomtest, chi2, norm, rankdata
 from sklearn.metrics import roc_auc_score
 
 from mlnb.errors import MlnbError
-from mlnb.metrics.significance import delong_covariance, delong_test, delong_tests, holm, sign_test
+from mlnb.metrics.comparison import compare_scores
+from mlnb.metrics.significance import (McNemarResult, delong_covariance, delong_test, delong_tests, holm,
+                                     mcnemar_test, sign_test)
 
 
 @pytest.fixture
@@ -175,3 +177,67 @@ def test_bad_input_raises():
         delong_test([1, 0], [1.0, np.nan], [1.0, 2.0])
     with pytest.raises(MlnbError):
         delong_tests(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 3)))
+
+
+def _correctness(b, c, both_right=7, both_wrong=3):
+    """Per-document correctness with b (a right, b wrong) and c (a wrong, b right) discordant pairs."""
+    a = [True] * b + [False] * c + [True] * both_right + [False] * both_wrong
+    other = [False] * b + [True] * c + [True] * both_right + [False] * both_wrong
+    order = np.random.default_rng(b * 100 + c).permutation(len(a))
+    return np.array(a)[order], np.array(other)[order]
+
+
+def test_mcnemar_exact_by_hand():
+    a, b = _correctness(10, 2)
+    result = mcnemar_test(a, b)
+    # two-sided: 2 P(X ≤ 2), X ~ Bin(12, ½) = 2 (1 + 12 + 66) / 4096
+    assert (result.b, result.c, result.method, result.statistic) == (10, 2, "exact", 2.0)
+    assert result.p_value == pytest.approx(158 / 4096, abs=1e-15)
+    assert result.p_value == pytest.approx(binomtest(10, 12, 0.5).pvalue, abs=1e-15)
+    at_limit = mcnemar_test(*_correctness(20, 5))  # b + c = 25: still exact
+    assert at_limit.method == "exact" and at_limit.p_value == pytest.approx(binomtest(5, 25, 0.5).pvalue)
+
+
+def test_mcnemar_chi_square_by_hand():
+    result = mcnemar_test(*_correctness(40, 20))
+    # (|40 − 20| − 1)² / 60 = 361 / 60
+    assert (result.b, result.c, result.method) == (40, 20, "chi2")
+    assert result.statistic == pytest.approx(361 / 60, abs=1e-15)
+    assert result.statistic == pytest.approx(6.017, abs=1e-3)
+    assert result.p_value == pytest.approx(chi2.sf(361 / 60, df=1), abs=1e-15)
+    assert result.p_value == pytest.approx(0.01417, abs=1e-5)
+    just_over = mcnemar_test(*_correctness(20, 6))  # b + c = 26: χ² = 13² / 26 = 6.5
+    assert just_over.method == "chi2" and just_over.statistic == pytest.approx(6.5, abs=1e-15)
+    even = mcnemar_test(*_correctness(20, 20))  # the correction never goes below 0
+    assert (even.statistic, even.p_value) == (0.0, 1.0)
+
+
+def test_mcnemar_is_symmetric_and_handles_no_disagreement():
+    for b, c in ((10, 2), (40, 20), (3, 0)):
+        a, other = _correctness(b, c)
+        forward, backward = mcnemar_test(a, other), mcnemar_test(other, a)
+        assert (backward.b, backward.c) == (forward.c, forward.b)
+        assert (backward.statistic, backward.p_value, backward.method) == \
+            (forward.statistic, forward.p_value, forward.method)
+    same = mcnemar_test([True, False, True], [True, False, True])
+    assert same == McNemarResult(0, 0, 0.0, 1.0, "exact")
+    assert mcnemar_test([1, 0, 1], np.array([0, 0, 1])).b == 1  # 0/1 as well as booleans
+    with pytest.raises(MlnbError, match="3 documents but correct_b has 2"):
+        mcnemar_test([True, False, True], [True, False])
+    with pytest.raises(MlnbError, match="booleans or 0/1"):
+        mcnemar_test([0, 2], [1, 1])
+
+
+def test_comparison_carries_mcnemar_only_when_given():
+    rng = np.random.default_rng(1)
+    Y = rng.random((200, 3)) < 0.3
+    a, b = rng.normal(size=(200, 3)) + Y, rng.normal(size=(200, 3)) + 0.5 * Y
+    plain = compare_scores(Y, a, b, list("xyz"), [5, 6, 7])
+    assert plain.mcnemar is None and "mcnemar" not in plain.summary()
+    result = mcnemar_test(*_correctness(40, 20))
+    with_test = compare_scores(Y, a, b, list("xyz"), [5, 6, 7], mcnemar=result)
+    assert with_test.mcnemar is result
+    assert with_test.summary()["mcnemar"] == {"a_right_b_wrong": 40, "a_wrong_b_right": 20,
+                                              "statistic": result.statistic, "p_value": result.p_value,
+                                              "method": "chi2"}
+    assert {k: v for k, v in with_test.summary().items() if k != "mcnemar"} == plain.summary()

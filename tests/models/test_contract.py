@@ -82,3 +82,25 @@ def test_clone_keeps_parameters_and_drops_the_fit(name, extra, data):
     copy = clone(model)
     assert copy.get_params() == model.get_params()
     assert not hasattr(copy, "weights_")
+
+
+MULTICLASS = [(name, extra) for name, extra in VARIANTS if "multiclass" in KINDS[name].tasks]
+
+
+@pytest.mark.parametrize("name, extra", MULTICLASS, ids=[name + "".join(f"-{v}" for v in extra.values())
+                                                        for name, extra in MULTICLASS])
+def test_multiclass_posteriors_and_decisions(name, extra, data):
+    """task = "multiclass": 1-D labels in, joint scores out, posteriors that sum to one, an argmax."""
+    kind = KINDS[name]
+    model = kind.build(dataclasses.replace(kind.options(), **extra), seed=0, task="multiclass")
+    y = np.asarray(data.Y_train.argmax(axis=1)).ravel() % 4  # four classes, one per document
+    model.fit(data.X_train, y)
+    scores = model.decision_function(data.X_test)
+    assert scores.shape == (data.X_test.shape[0], 4) and scores.dtype == np.float32
+    proba = model.predict_proba(data.X_test)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(np.exp(model.predict_log_proba(data.X_test)), proba, rtol=1e-9, atol=1e-300)
+    np.testing.assert_array_equal(model.predict(data.X_test), proba.argmax(axis=1))
+    assert model.scores_are_joint_log_likelihoods == (extra.get("event_model") != "complement")
+    with pytest.raises(MlnbError, match="row|document"):
+        model.fit(data.X_train, data.Y_train)  # several categories per document: not multiclass

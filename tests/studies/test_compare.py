@@ -61,6 +61,8 @@ def test_compare_two_runs_and_within_one(tmp_path):
     assert "a = Logistic regression" in within.output and "b = Naive Bayes" in within.output  # lr − nb
     unknown = CliRunner().invoke(app, ["compare", str(first), "--model-a", "svm", "--out", str(out)])
     assert unknown.exit_code == 2 and "no model 'svm'; it has nb, lr" in unknown.output
+    itself = CliRunner().invoke(app, ["compare", str(first), "--model-a", "nb", "--out", str(out)])
+    assert itself.exit_code == 2 and "model 'nb' against itself" in itself.output
 
 
 def test_compare_refuses_different_test_documents(tmp_path):

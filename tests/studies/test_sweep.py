@@ -91,10 +91,30 @@ def test_keys_of_idle_or_missing_models_are_refused(small_corpus):
         run_sweep(load_config(None), ["models.cnb.alpha=1,2"], dataset=small_corpus)
 
 
-def test_sweep_any_model_of_a_four_model_study(small_corpus):
+def test_a_key_the_deciding_model_does_not_use_is_refused(small_corpus):
+    config = load_config(None, ["sweep.model=lr"])
+    with pytest.raises(MlnbError, match="models.nb.alpha does nothing to the deciding model 'lr'"):
+        run_sweep(config, ["models.nb.alpha=0.1,1"], dataset=small_corpus)
+    warm = load_config(None, ["sweep.model=lr", "models.lr.init_from=nb", "models.lr.npasses=1"])
+    result = run_sweep(warm, ["models.nb.alpha=0.1,1"], dataset=small_corpus)  # lr starts from nb: it counts
+    assert result.table["macro_auc"].nunique() == 2
+
+
+def test_sweep_any_model_of_a_four_model_study(small_corpus, monkeypatch):
     """A key of the third model is swept; only that model is fitted and it decides."""
     config = load_config(None, ["models.cnb.kind=naive_bayes", "models.cnb.event_model=bernoulli",
                                 "models.sk.kind=sklearn_sgd"])
+    import mlnb.study
+
+    fitted = []
+    real = mlnb.study.get_kind
+
+    def spy(name):
+        fitted.append(name)
+        return real(name)
+
+    monkeypatch.setattr(mlnb.study, "get_kind", spy)
     result = run_sweep(config, ["models.cnb.alpha=0.1,1"], dataset=small_corpus)
     assert result.model == "cnb" and len(result.table) == 2
+    assert fitted == ["naive_bayes", "naive_bayes"]  # cnb once per setting, and nothing else
     assert result.table["macro_auc"].nunique() == 2

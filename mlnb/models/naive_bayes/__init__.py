@@ -16,10 +16,17 @@ and scored by one sparse product Φ(X)·W + b:
 ``estimator`` holds what they share: the NaiveBayes estimator, complement
 counts, priors, categories that cannot be trained, parameter checks, and the
 options of the ``naive_bayes`` model kind.
+
+With ``task="multiclass"`` (one class per document) each module's
+``log_likelihood`` gives per-class log-probabilities instead, Φ(X)·W + b is
+every class's joint log-likelihood J, and softmax(J) the posterior;
+``multiclass`` holds the labels, class priors and that softmax.
 """
 
 from mlnb.models.naive_bayes.counts import NBCounts
-from mlnb.models.naive_bayes.estimator import (EVENT_MODELS, KIND, MODES, SMOOTHINGS, NaiveBayes,
+from mlnb.models.naive_bayes.estimator import (EVENT_MODELS, KIND, MODES, SMOOTHINGS, TASKS, NaiveBayes,
                                                NaiveBayesOptions)
+from mlnb.models.naive_bayes.multiclass import CLASS_PRIORS
 
-__all__ = ["EVENT_MODELS", "KIND", "MODES", "NBCounts", "NaiveBayes", "NaiveBayesOptions", "SMOOTHINGS"]
+__all__ = ["CLASS_PRIORS", "EVENT_MODELS", "KIND", "MODES", "NBCounts", "NaiveBayes", "NaiveBayesOptions",
+           "SMOOTHINGS", "TASKS"]

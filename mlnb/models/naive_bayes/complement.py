@@ -28,6 +28,21 @@ and the differences between categories' scores are exactly scikit-learn's.
 Either way X·W + b is a ranking score, not a log-odds: σ(X·W + b) is not a
 probability. Probabilities must come from calibrating the scores on held-out data.
 
+Multiclass (one class c per document). scikit-learn's ComplementNB computes its
+complement counts as Σ_j F_j − F_c; with one class per document Σ_j F_j = t, so
+they are the F̄_c above and its weights are these W. Its joint log-likelihood
+for more than one class has no prior (b_c = 0); for a single class it is the
+log prior. So:
+
+    J_c(x) = x·W_c + b_c,    b_c = 0 (K > 1),  log prior_c (K = 1)
+
+With ``reference="none"`` J is exactly scikit-learn's ``predict_joint_log_proba``.
+With ``reference="corpus"`` every class's J of a document moves by the same
+−x·W_ref, which cancels in J_c − logsumexp_j J_j: posteriors, argmax and every
+difference J_c − J_j are scikit-learn's either way; only the level of J moves,
+and with it J becomes comparable across documents. Nor is softmax(J) a model's
+probability, though it is the ``predict_proba`` of scikit-learn's ComplementNB.
+
 >>> import numpy as np
 >>> W, b = log_odds(np.array([[0., 3.]]), alpha=1.0, norm=False)
 >>> np.round(W, 3), b  # θ̄ = (1/5, 4/5)
@@ -58,3 +73,13 @@ def _weights(F_bar: np.ndarray, alpha: float, norm: bool) -> np.ndarray:
     if norm:
         return log_theta_bar / log_theta_bar.sum(axis=1, keepdims=True)
     return np.negative(log_theta_bar, out=log_theta_bar)
+
+
+def log_likelihood(F_bar: np.ndarray, log_prior: np.ndarray, alpha: float, norm: bool,
+                   t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Multiclass: (W (K × V), b (K,)) from the complement counts F̄ = t − F (K × V) and log prior_c
+    (K,), used only when K = 1, as scikit-learn has it; with t, centred as ``log_odds``. F̄ is overwritten."""
+    W, b = log_odds(F_bar, alpha, norm, t)
+    if F_bar.shape[0] == 1:
+        b = log_prior.copy()
+    return W, b

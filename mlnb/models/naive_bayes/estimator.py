@@ -29,6 +29,11 @@ presence [X > 0]) for the count models and [X∘X, X] for the Gaussian ones
 
 ``fit`` counts one chunk; ``partial_fit`` adds the counts of another. W and b
 are built from the counts once, when first used, not after every chunk.
+
+``task="multiclass"``: one class per document (Y one-hot or class labels). The
+same counts, read per class, give each class's joint log-likelihood
+J = Φ(X)·W + b, W and b per-class log-probabilities rather than log-odds, and
+softmax(J) the posterior (see ``multiclass``).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from sklearn.base import BaseEstimator
 
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
-from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multinomial
+from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multiclass, multinomial
 from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
@@ -52,6 +57,7 @@ from mlnb.options import option
 EVENT_MODELS = ("multinomial", "bernoulli", "complement", "gaussian", "mixed")
 SMOOTHINGS = ("additive", "m_estimate")
 MODES = ("exact", "tutorial")
+TASKS = ("multilabel", "multiclass")
 _COUNT_MODELS = ("multinomial", "bernoulli", "complement")  # non-negative X, smoothing, binarize, tutorial
 _REAL_MODELS = ("gaussian", "mixed")  # need sums of squares
 
@@ -78,10 +84,20 @@ class NaiveBayesOptions:
                                   "every variance (as scikit-learn's GaussianNB)", min=0)
     column_models: list[str] = option([], "mixed: 'COLUMNS=MODEL' overrides of the detected event model, "
                                       "e.g. '0-29=gaussian', '30=bernoulli' (0-based, ranges inclusive)")
+    class_prior: str = option("mle", "multiclass only: class priors N_c/n (mle), (N_c + m/K)/(n + m) "
+                              "(m_estimate, m = prior_m), 1/K (uniform) or class_prior_values (given)",
+                              choices=multiclass.CLASS_PRIORS)
+    prior_m: float = option(1.0, "multiclass only: the m of class_prior = 'm_estimate'", min=0,
+                            exclusive_min=True)
+    class_prior_values: list[float] = option([], "multiclass only: the priors of class_prior = 'given', one "
+                                             "per class, summing to 1", min=0, exclusive_min=True)
 
 
 _DEFAULTS = NaiveBayesOptions()
-_SCALAR_OPTIONS = tuple(field.name for field in dataclasses.fields(NaiveBayesOptions) if field.name != "column_models")
+_LIST_OPTIONS = ("column_models", "class_prior_values")
+_SCALAR_OPTIONS = tuple(field.name for field in dataclasses.fields(NaiveBayesOptions)
+                        if field.name not in _LIST_OPTIONS)
+_MULTICLASS_OPTIONS = ("class_prior", "prior_m", "class_prior_values")
 
 
 class _LogOdds(NamedTuple):
@@ -95,13 +111,19 @@ class _LogOdds(NamedTuple):
     column_models: np.ndarray | None  # (V,) str, mixed only
     shift: np.ndarray | None  # (V,) Gaussian centring, gaussian and mixed only
     epsilon: float | None
+    weights64: np.ndarray | None  # (rows of Φ(X), K) float64, multiclass only: exact log posteriors
+    bias64: np.ndarray | None  # (K,) float64, multiclass only
 
 
 class NaiveBayes(LinearMultilabelModel, BaseEstimator):
-    """One-vs-rest Naive Bayes for every category, fitted by one count product.
+    """Naive Bayes for every category (one-vs-rest) or every class (multiclass), from one count product.
 
     Parameters
     ----------
+    task : {"multilabel", "multiclass"}
+        Any number of categories per document, each scored by its log-odds; or
+        exactly one class per document, each class scored by its joint
+        log-likelihood J (``predict_proba`` = softmax(J), ``predict`` = argmax).
     event_model : {"multinomial", "bernoulli", "complement", "gaussian", "mixed"}
         Word counts, word presence (X binarised), complement counts (a ranking
         score), normal features, or one of the first, second and fourth per column.
@@ -122,11 +144,20 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
     reference : {"corpus", "none"}
         Complement only: subtract the all-documents weights (default; scores comparable
         across documents, multiclass decisions unchanged) or not (scikit-learn's weights).
+        With task="multiclass" the posteriors are scikit-learn's either way; "none" makes
+        decision_function scikit-learn's joint log-likelihood too.
     var_smoothing : float ≥ 0
         Gaussian and mixed: ε = var_smoothing · the largest feature variance is
         added to every variance.
     column_models : list of str
         Mixed only: 'COLUMNS=MODEL' overrides of the detected column models.
+    class_prior : {"mle", "m_estimate", "uniform", "given"}
+        Multiclass only: class priors N_c/n, (N_c + prior_m/K)/(n + prior_m), 1/K,
+        or ``class_prior_values``.
+    prior_m : float > 0
+        Multiclass only: m of the m-estimate class prior.
+    class_prior_values : list of float
+        Multiclass only: one prior per class, positive, summing to 1 (class_prior="given").
 
     Attributes
     ----------
@@ -141,13 +172,16 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
     n_documents_ : int
         n, training documents seen.
     weights_ : ndarray (V, K), float32 — (2V, K) for gaussian, (G + V, K) for mixed
-        W, the log-odds contribution of each row of Φ(X).
+        W, the log-odds contribution of each row of Φ(X) (multiclass: its
+        contribution to each class's joint log-likelihood).
     bias_ : ndarray (K,), float32
-        b, per-category log-odds of an empty (all-zero) document.
+        b, per-category log-odds of an empty (all-zero) document (multiclass:
+        per-class joint log-likelihood of an empty document).
     untrainable_categories_ : ndarray of int
         Categories with no positive (or no negative) training documents. They
         score by their prior alone, W[:, k] = 0 and b_k = log((N + ½)/(N̄ + ½)),
-        so that scores stay finite.
+        so that scores stay finite. Multiclass: classes without a training
+        document; see ``multiclass`` for how they keep finite scores.
     column_event_models_ : ndarray (V,) of str
         Mixed only: the event model of each column.
     epsilon_ : float
@@ -161,7 +195,9 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
 
     def __init__(self, event_model=_DEFAULTS.event_model, smoothing=_DEFAULTS.smoothing, alpha=_DEFAULTS.alpha,
                  m=_DEFAULTS.m, binarize=_DEFAULTS.binarize, mode=_DEFAULTS.mode, norm=_DEFAULTS.norm,
-                 reference=_DEFAULTS.reference, var_smoothing=_DEFAULTS.var_smoothing, column_models=()):
+                 reference=_DEFAULTS.reference, var_smoothing=_DEFAULTS.var_smoothing, column_models=(),
+                 class_prior=_DEFAULTS.class_prior, prior_m=_DEFAULTS.prior_m, class_prior_values=(),
+                 task="multilabel"):
         self.event_model = event_model
         self.smoothing = smoothing
         self.alpha = alpha
@@ -172,31 +208,44 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         self.reference = reference
         self.var_smoothing = var_smoothing
         self.column_models = column_models
+        self.class_prior = class_prior
+        self.prior_m = prior_m
+        self.class_prior_values = class_prior_values
+        self.task = task
 
     # -- fitting: counts only --------------------------------------------------------------
     def fit(self, X, Y):
-        """Fit on X (n × V) and Y (n × K, 0/1, sparse or dense): the counts of one chunk."""
+        """Fit on X (n × V) and Y (n × K, 0/1, sparse or dense; multiclass: one-hot, or class labels
+        0..K−1 of shape (n,)): the counts of one chunk."""
         self.__dict__.pop("counts_", None)
         self.partial_fit(X, Y)
+        if self.task == "multiclass" and self.class_prior == "given":  # K is final now
+            multiclass.check_given_prior(self.class_prior_values, self.counts_.shape[0])
         self._warn_untrainable(self.counts_)  # the counts are complete: say so now, not at first use
         return self
 
     def partial_fit(self, X, Y):
-        """Add the counts of one more chunk of documents; ``fit`` is one chunk."""
+        """Add the counts of one more chunk of documents; ``fit`` is one chunk. Multiclass: a chunk
+        of class labels may name a class no earlier chunk had (the classes grow to the largest + 1)."""
         self._check_params()
         X = as_csr_float32(X)
-        Y = as_label_matrix(Y, X.shape[0])
+        earlier = self.__dict__.get("counts_")
+        if self.task == "multiclass":
+            Y = multiclass.one_hot(Y, X.shape[0], earlier.shape[0] if earlier is not None else 0)
+            if earlier is not None:
+                earlier = multiclass.with_classes(earlier, Y.shape[1])  # a class first seen in this chunk
+        else:
+            Y = as_label_matrix(Y, X.shape[0])
         if self.event_model in _COUNT_MODELS and X.nnz and X.data.min() < 0:
             raise MlnbError(f"Naive Bayes needs non-negative feature values (counts, presence or "
                             f"TF-IDF); X has a value of {X.data.min():g}")
-        fitted = hasattr(self, "counts_")
-        if fitted and (X.shape[1], Y.shape[1]) != (self.n_features_in_, self.counts_.shape[0]):
+        if earlier is not None and (X.shape[1], Y.shape[1]) != (self.n_features_in_, earlier.shape[0]):
             raise MlnbError(f"partial_fit got X {X.shape} / Y {Y.shape}, but earlier chunks had "
-                            f"{self.n_features_in_} features and {self.counts_.shape[0]} categories")
+                            f"{self.n_features_in_} features and {earlier.shape[0]} categories")
         if self.event_model == "mixed":
             mixed.parse_column_models(self.column_models, X.shape[1])
         chunk = NBCounts.from_chunk(X, Y, **self._counts_needed())
-        self.counts_ = self.counts_ + chunk if fitted else chunk
+        self.counts_ = earlier + chunk if earlier is not None else chunk
         self.n_features_in_ = X.shape[1]
         if self.event_model == "mixed":  # an override the data contradict fails at this chunk
             mixed.column_event_models(self.counts_, self.column_models)
@@ -228,11 +277,39 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         if len(self.column_models) and self.event_model != "mixed":
             raise MlnbError(f"column_models applies to event_model='mixed' only, not {self.event_model!r} "
                             f"(got {list(self.column_models)})")
+        if self.task not in TASKS:
+            raise MlnbError(f"task must be one of {TASKS}, got {self.task!r}")
+        if self.task == "multilabel":
+            for name in _MULTICLASS_OPTIONS:
+                value, default = getattr(self, name), getattr(_DEFAULTS, name)
+                if (tuple(value) != tuple(default)) if name == "class_prior_values" else value != default:
+                    raise MlnbError(f"{name} is multiclass only (task='multiclass'); got {name}={value!r} "
+                                    "with task='multilabel'")
+            return
+        if self.mode == "tutorial":
+            raise MlnbError("mode='tutorial' approximates multilabel complement counts: it is multilabel only, "
+                            "not for task='multiclass'")
+        if self.class_prior not in multiclass.CLASS_PRIORS:
+            raise MlnbError(f"class_prior must be one of {multiclass.CLASS_PRIORS}, got {self.class_prior!r}")
+        if not self.prior_m > 0:
+            raise MlnbError(f"prior_m must be > 0, got {self.prior_m}")
+        if self.class_prior == "given":
+            multiclass.check_given_prior(self.class_prior_values)
+        elif len(self.class_prior_values):
+            raise MlnbError(f"class_prior_values applies to class_prior='given' only, not {self.class_prior!r}")
 
     @property
     def scores_are_log_odds(self) -> bool:
-        """False for complement NB: its scores rank, but σ(score) is no probability."""
-        return self.event_model != "complement"
+        """Whether σ(score) is P(category | document): multilabel, except complement NB, whose
+        scores rank but are no log-odds. False for multiclass: its scores are joint log-likelihoods."""
+        return self.task == "multilabel" and self.event_model != "complement"
+
+    @property
+    def scores_are_joint_log_likelihoods(self) -> bool:
+        """Whether the scores are J_c = log P(c, document) (up to one constant per document), so that
+        softmax(scores) is P(c | document): multiclass, except complement NB, whose softmax is
+        scikit-learn's ComplementNB ``predict_proba`` but no model's probability."""
+        return self.task == "multiclass" and self.event_model != "complement"
 
     @property
     def _scores_presence(self) -> bool:
@@ -276,7 +353,8 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         """W, b and the rest, rebuilt only when the counts or hyperparameters changed since."""
         counts = self.counts_  # not fitted: AttributeError, so hasattr(model, "weights_") is False
         # asked on every scoring call: the values themselves, as get_params takes 80 µs; a copy of the list
-        params = tuple(getattr(self, name) for name in _SCALAR_OPTIONS) + (tuple(self.column_models),)
+        params = (tuple(getattr(self, name) for name in _SCALAR_OPTIONS)
+                  + tuple(tuple(getattr(self, name)) for name in _LIST_OPTIONS) + (self.task,))
         built = self.__dict__.get("_built")
         if built is None or built.counts is not counts or built.params != params:
             self._built = built = self._update_log_odds(counts, params)
@@ -290,6 +368,8 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         if held != needed:  # e.g. sums of signed values (gaussian) read as counts (multinomial)
             raise MlnbError(f"the counts were made for other parameters than event_model={self.event_model!r}, "
                             f"binarize={self.binarize}: fit again")
+        if self.task == "multiclass":
+            return self._update_log_likelihood(counts, params)
         F_bar, N_bar = self._complement_counts(counts)
         prior, trainable = self._prior_log_odds(counts, N_bar)
         alpha, model = self.effective_alpha_, self.event_model
@@ -317,7 +397,25 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         self._warn_untrainable(counts)
         return _LogOdds(counts, params, weights=np.ascontiguousarray(W.T, dtype=np.float32),  # (rows, K)
                         bias=b.astype(np.float32), untrainable=untrainable, column_models=column_models,
-                        shift=shift, epsilon=eps)
+                        shift=shift, epsilon=eps, weights64=None, bias64=None)
+
+    def _update_log_likelihood(self, counts: NBCounts, params: tuple) -> _LogOdds:
+        """Multiclass: W and b of every class's joint log-likelihood J (see ``multiclass``)."""
+        if counts.N.sum() != counts.n:
+            raise MlnbError("the counts hold documents with other than one label each (fitted with "
+                            "task='multilabel'?): fit again with task='multiclass'")
+        log_prior = multiclass.class_log_prior(counts.N, counts.n, self.class_prior, self.prior_m,
+                                               self.class_prior_values)
+        column_models = None
+        if self.event_model == "mixed":
+            column_models = mixed.column_event_models(counts, self.column_models)
+        W, b, shift, eps = multiclass.log_likelihood(counts, log_prior, self.event_model, self.effective_alpha_,
+                                                     self.norm, self.reference, self.var_smoothing, column_models)
+        self._warn_untrainable(counts)
+        W64 = np.ascontiguousarray(W.T)  # (rows, K)
+        return _LogOdds(counts, params, weights=W64.astype(np.float32), bias=b.astype(np.float32),
+                        untrainable=np.flatnonzero(~self._trainable(counts)), column_models=column_models,
+                        shift=shift, epsilon=eps, weights64=W64, bias64=b)
 
     def _complement_counts(self, counts: NBCounts) -> tuple[np.ndarray, np.ndarray]:
         """(F̄, N̄): counts outside each category, exact or as the tutorial has them."""
@@ -330,8 +428,11 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         return np.maximum(counts.t - F, 0.0), counts.n - N
 
     def _trainable(self, counts: NBCounts) -> np.ndarray:
-        """(K,) bool: categories with a positive and a negative training document."""
+        """(K,) bool: categories with a positive and a negative training document (multiclass:
+        classes with a training document)."""
         N = counts.N
+        if self.task == "multiclass":
+            return N > 0
         N_bar = N.sum() - N if self.mode == "tutorial" else counts.n - N
         return (N > 0) & (N_bar > 0)
 
@@ -350,19 +451,55 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             return
         self._warned_for = counts
         untrainable = int((~self._trainable(counts)).sum())
-        if untrainable:
+        if untrainable and self.task == "multiclass":
+            warnings.warn(f"{untrainable} classes have no training documents; they score by their prior and "
+                          "the smoothing alone", stacklevel=3)
+        elif untrainable:
             warnings.warn(f"{untrainable} categories have no positive or no negative training documents; "
                           "they score by their prior alone", stacklevel=3)
 
     # -- scoring -----------------------------------------------------------------------------
-    def _scoring_matrix(self, X: sp.csr_matrix) -> sp.csr_matrix:
+    def _scoring_matrix(self, X: sp.csr_matrix, dtype=np.float32) -> sp.csr_matrix:
         """Φ(X): X for the count models, [Z∘Z, Z] for the Gaussian ones (see ``gaussian``)."""
         built = self._log_odds()
         if self.event_model == "gaussian":
-            return gaussian.design(X, built.shift)
+            return gaussian.design(X, built.shift, dtype=dtype)
         if self.event_model == "mixed":
-            return mixed.design(X, built.column_models, built.shift)
-        return X
+            return mixed.design(X, built.column_models, built.shift, dtype=dtype)
+        return X.astype(dtype, copy=False)
+
+    # -- multiclass: posteriors and decisions --------------------------------------------------
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        """J = Φ(X)·W + b (n × K) in float64, from float64 W: X's float32 values (and their squares)
+        are exact in float64, so log posteriors lose nothing to the float32 W of ``decision_function``."""
+        self._check_fitted()
+        X = as_csr_float32(X)
+        self._check_features(X)
+        built = self._log_odds()
+        # count models: X itself, widened value by value; Gaussian designs: x² and x − c made in float64
+        Phi = self._scoring_matrix(X, dtype=np.float64) if self.event_model in _REAL_MODELS else X  # (n, rows)
+        return multiclass.joint_log_likelihood(Phi, built.weights64, built.bias64, binary=self._scores_presence)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log P(c | document) = J_c − logsumexp_j J_j (n × K), float64. Multilabel: log σ(X·W + b)."""
+        if self.task == "multilabel":
+            return -np.logaddexp(0.0, -self.decision_function(X).astype(np.float64))
+        return multiclass.log_posterior(self._joint_log_likelihood(X))
+
+    def predict_proba(self, X, dtype=np.float64) -> np.ndarray:
+        """P(c | document) = softmax(J) per row, rows summing to 1 (multiclass); multilabel: σ(X·W + b)."""
+        if self.task == "multilabel":
+            return super().predict_proba(X, dtype)
+        return np.exp(self.predict_log_proba(X)).astype(dtype, copy=False)
+
+    def predict(self, X, threshold: float = 0.5) -> np.ndarray:
+        """Multiclass: the most probable class (n,), argmax_c J_c; multilabel: 0/1 per category at
+        ``threshold`` (n × K)."""
+        if self.task == "multilabel":
+            return super().predict(X, threshold)
+        if threshold != 0.5:
+            raise MlnbError("threshold applies to task='multilabel'; multiclass predicts the most probable class")
+        return np.argmax(self._joint_log_likelihood(X), axis=1)
 
 
 def _describe(options: NaiveBayesOptions) -> str:
@@ -375,11 +512,16 @@ def _describe(options: NaiveBayesOptions) -> str:
         details.append("uncentred")
     if options.column_models and options.event_model == "mixed":
         details.append(", ".join(options.column_models))
+    if options.class_prior != "mle":
+        details.append(f"{options.class_prior} prior")
     return f"Naive Bayes ({', '.join(details)})"
 
 
 KIND = ModelKind(
     name="naive_bayes", estimator=NaiveBayes, options=NaiveBayesOptions,
-    help="Naive Bayes for all categories from one count product Yᵀ·X; every event model scores as Φ(X)·W + b",
+    help="Naive Bayes for all categories (or classes) from one count product Yᵀ·X; every event model scores "
+         "as Φ(X)·W + b",
     describe=_describe,
-    params=lambda o: {**dataclasses.asdict(o), "column_models": tuple(o.column_models)})
+    params=lambda o: {**dataclasses.asdict(o), **{name: tuple(getattr(o, name)) for name in _LIST_OPTIONS}},
+    tasks=TASKS,
+    check=lambda options, task: NaiveBayes(**{**dataclasses.asdict(options), "task": task})._check_params())

@@ -16,6 +16,16 @@ The log-odds are quadratic in x, so W has two rows per feature, for x² and for 
 and a document scores by one product [X∘X, X]·W + b. b holds every x = 0 term,
 so a sparse zero costs nothing.
 
+Multiclass (one class c per document; no complements), the joint log-likelihood
+of scikit-learn's GaussianNB, on the same design [X∘X, X]:
+
+    J_c(x) = log prior_c − ½ Σ_w [log(2π σ²_cw) + (x_w − μ_cw)² / σ²_cw]
+    A_cw   = −1/(2σ²_cw)        C_cw = μ_cw/σ²_cw
+    b_c    = log prior_c − ½ Σ_w [log(2π σ²_cw) + μ²_cw/σ²_cw]
+
+A class without documents has no moments of its own: it takes those of all
+documents (μ = t/n, σ² = t2/n − μ² + ε), so it scores like the corpus at large.
+
 Centring. In float32 the three terms of a feature whose mean is large against
 its spread (|μ| ≫ σ) are each ≈ (μ/σ)² and cancel to ≈ 1: the error grows as
 (μ/σ)². A feature shifted by any constant c gives the same log-odds with μ − c
@@ -34,6 +44,9 @@ centring, 1.3e-7 with; breast cancer plus a column 2000 ± 5, 5.9e-6 and 1.9e-7.
 >>> W, b = log_odds(F, F2, one, F_bar, F2_bar, one, np.zeros(1), epsilon=1.0, shift=np.zeros(1))
 >>> W, b  # σ² = σ̄² = 1: A = 0, C = 1 − (−1)
 (array([[0., 2.]]), array([0.]))
+>>> W, b = log_likelihood(F, F2, one, np.zeros(1), epsilon=1.0, shift=np.zeros(1), totals=(F[0], F2[0], 2))
+>>> W, np.round(b, 3)  # μ = 1, σ² = 1: A = −½, C = 1, b = −½ (log 2π + 1)
+(array([[-0.5,  1. ]]), array([-1.419]))
 """
 
 from __future__ import annotations
@@ -76,15 +89,33 @@ def log_odds(F, F2, N, F_bar, F2_bar, N_bar, prior, epsilon: float, shift) -> tu
     return np.hstack([A, C]), b
 
 
-def design(X: sp.csr_matrix, shift: np.ndarray, squared: np.ndarray | None = None) -> sp.csr_matrix:
-    """[Z∘Z restricted to the ``squared`` columns (all when None), Z] with Z = X − shift (n × (S + V))."""
+def log_likelihood(F, F2, N, log_prior, epsilon: float, shift, totals) -> tuple[np.ndarray, np.ndarray]:
+    """Multiclass: (W (K × 2V): [A | C], b (K,)) for features x − shift, from the per-class sums F, F2
+    (K × V), N (K,), log prior_c (K,), and totals = (t, t2, n) of all documents for empty classes."""
+    t, t2, n = totals
+    empty = N == 0
+    F, F2, N = np.where(empty[:, None], t, F), np.where(empty[:, None], t2, F2), np.where(empty, n, N)
+    mu = F / N[:, None]  # (K, V)
+    var = np.maximum(F2 / N[:, None] - mu * mu, 0.0) + epsilon  # (K, V)
+    mu -= shift  # the log-likelihood of x − c: only the means move
+    A = -1 / (2 * var)
+    C = mu / var
+    b = log_prior - 0.5 * (np.log(2 * np.pi * var) + mu * mu / var).sum(axis=1)
+    return np.hstack([A, C]), b
+
+
+def design(X: sp.csr_matrix, shift: np.ndarray, squared: np.ndarray | None = None,
+           dtype=np.float32) -> sp.csr_matrix:
+    """[Z∘Z restricted to the ``squared`` columns (all when None), Z] with Z = X − shift (n × (S + V)),
+    in ``dtype`` (float64 keeps x² and x − c exact for float32 X)."""
+    X = X.astype(dtype, copy=False)
     centred = np.flatnonzero(shift)
     if centred.size:
         n = X.shape[0]
-        offsets = sp.csr_matrix((np.tile(-shift[centred].astype(np.float32), n), np.tile(centred, n),
+        offsets = sp.csr_matrix((np.tile(-shift[centred].astype(dtype), n), np.tile(centred, n),
                                  np.arange(n + 1) * centred.size), shape=X.shape)
         X = (X + offsets).tocsr()  # (n, V): the centred columns stored in full
     Z = X if squared is None else X[:, squared]
     if Z.shape[1] == 0:
         return X
-    return sp.hstack([Z.multiply(Z), X], format="csr", dtype=np.float32)
+    return sp.hstack([Z.multiply(Z), X], format="csr", dtype=dtype)

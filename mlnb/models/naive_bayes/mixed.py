@@ -7,7 +7,13 @@ can have its own event model (as fastNaiveBayes's ``fnb.train`` does):
     log-odds_k(x) = prior_k + bernoulli_k(x_B) + multinomial_k(x_M) + gaussian_k(x_G)
 
 each term the formula of its own module with a zero prior; the multinomial
-group's θ is normalised over the columns of M only. Columns are assigned from
+group's θ is normalised over the columns of M only. Multiclass alike, from
+each module's ``log_likelihood``:
+
+    J_c(x) = log prior_c + bernoulli_c(x_B) + multinomial_c(x_M) + gaussian_c(x_G)
+
+i.e. the sum of scikit-learn's per-group joint log-likelihoods, each of which
+holds the prior, minus the prior counted (groups − 1) times too often. Columns are assigned from
 the counts' column statistics, as fastNaiveBayes's ``detect_distribution``:
 
     integer values, min ≥ 0, max ≤ 1  → bernoulli
@@ -110,10 +116,36 @@ def log_odds(counts: NBCounts, models: np.ndarray, F_bar, F2_bar, N_bar, prior, 
     return W, b, shift, eps
 
 
-def design(X: sp.csr_matrix, models: np.ndarray, shift: np.ndarray) -> sp.csr_matrix:
+def log_likelihood(counts: NBCounts, models: np.ndarray, log_prior, alpha: float,
+                   var_smoothing: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Multiclass: (W (K × (G + V)), b (K,), shift (V,), ε) from the per-class counts, the column
+    models (V,) and log prior_c (K,)."""
+    F, F2, N = counts.F, counts.F2, counts.N
+    B, M, G = (np.flatnonzero(models == name) for name in COLUMN_MODELS)
+    no_prior = np.zeros_like(log_prior)
+    W = np.zeros((F.shape[0], G.size + F.shape[1]))  # (K, G + V): squares of Gaussian columns, then X
+    b = log_prior.copy()
+    if B.size:
+        W[:, G.size + B], b_B = bernoulli.log_likelihood(F[:, B], N, no_prior, alpha)
+        b += b_B
+    if M.size:
+        W[:, G.size + M], b_M = multinomial.log_likelihood(F[:, M], no_prior, alpha)
+        b += b_M
+    shift, eps = np.zeros(F.shape[1]), 0.0
+    if G.size:
+        eps = gaussian.epsilon(counts.t[G], counts.t2[G], counts.n, var_smoothing)
+        shift[G] = gaussian.shift(counts.t[G], counts.t2[G], counts.n)
+        W_G, b_G = gaussian.log_likelihood(F[:, G], F2[:, G], N, no_prior, eps, shift[G],
+                                           totals=(counts.t[G], counts.t2[G], counts.n))
+        W[:, :G.size], W[:, G.size + G] = W_G[:, :G.size], W_G[:, G.size:]
+        b += b_G
+    return W, b, shift, eps
+
+
+def design(X: sp.csr_matrix, models: np.ndarray, shift: np.ndarray, dtype=np.float32) -> sp.csr_matrix:
     """[Z_G∘Z_G, Z] (n × (G + V)): Z is X with Bernoulli columns as presence, Gaussian ones shifted."""
     bernoulli_column = (models == "bernoulli")[X.indices]  # (nnz,)
     if bernoulli_column.any():
         X = X.copy()
         X.data[bernoulli_column] = X.data[bernoulli_column] > 0
-    return gaussian.design(X, shift, squared=np.flatnonzero(models == "gaussian"))
+    return gaussian.design(X, shift, squared=np.flatnonzero(models == "gaussian"), dtype=dtype)

@@ -1,9 +1,16 @@
-"""Fixtures of the Naive Bayes tests: real-valued and mixed-column data, and the scikit-learn oracle."""
+"""Fixtures of the Naive Bayes tests: real-valued and mixed-column data, single-label data, and the
+scikit-learn oracle."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import load_breast_cancer, load_svmlight_file
+
+from mlnb.data.synthetic import make_rcv1_like
+
+TWEETS_DTM = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "tweets" / "tweetsDTM.svm.gz"
 
 
 def _sklearn_log_odds(estimator, X, y):
@@ -50,3 +57,22 @@ def mixed_columns():
     Y = np.column_stack([target, real[:, 0] > 15, real[:, 20] > np.median(real[:, 20]), binary[:, 4]]).astype(int)
     groups = np.arange(30), np.arange(30, 36), np.arange(36, 42)
     return X, Y, groups
+
+
+@pytest.fixture(scope="session")
+def tweets_dtm():
+    """The fastNaiveBayes tweets document-term matrix: 14,640 × 2,213 counts, 3 classes (X CSR, y (n,))."""
+    if not TWEETS_DTM.is_file():
+        pytest.skip(f"real data not found at {TWEETS_DTM} (../shared/data is beside the project only in the "
+                    "development checkout)")
+    X, y = load_svmlight_file(str(TWEETS_DTM), zero_based=False, n_features=2213)
+    return X.tocsr(), y.astype(int)
+
+
+@pytest.fixture(scope="session")
+def single_label_corpus():
+    """make_rcv1_like's word counts (2,000 documents, 1,500 words) with random single labels in 5 classes
+    of unequal sizes: (X CSR, y (n,))."""
+    X = make_rcv1_like(n_documents=4000, n_features=1500, n_categories=10, seed=11).X_train
+    y = np.random.default_rng(5).choice(5, size=X.shape[0], p=[0.4, 0.25, 0.2, 0.1, 0.05])
+    return X, y
