@@ -7,10 +7,11 @@ from mlnb.data import Dataset, load_svmlight_dataset, make_rcv1_like
 from mlnb.errors import MlnbError
 from mlnb.metrics import evaluate, roc_auc
 from mlnb.models import LogisticRegression, NaiveBayes, SklearnLogisticRegression
+from mlnb.models.linear_svm import LinearSVM
 from mlnb.models.nb_logistic import NBLogisticRegression
 
 __version__ = "0.1.0"
 
-__all__ = ["Dataset", "LogisticRegression", "MlnbError", "NaiveBayes", "NBLogisticRegression",
+__all__ = ["Dataset", "LinearSVM", "LogisticRegression", "MlnbError", "NaiveBayes", "NBLogisticRegression",
            "SklearnLogisticRegression", "evaluate", "load_svmlight_dataset", "make_rcv1_like", "roc_auc",
            "__version__"]

@@ -149,6 +149,9 @@ class FeaturesConfig:
                                 min=1)
 
 
+DECISION_RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
+
+
 @dataclass
 class EvalConfig:
     threshold: float = option(0.5, "probability cut for accuracy, precision, recall, F1",
@@ -156,6 +159,40 @@ class EvalConfig:
     roc_points: int = option(101, "points of the FPR grid (x from 0 to 1) for ROC and lift", min=2)
     top_k: int = option(2, "k of precision@k (multilabel: true categories among the k best-scored, per "
                         "document) and of top-k accuracy (multiclass)", min=1)
+    decision: str = option("fixed", "multilabel decision rule: 'fixed' (probability cut eval.threshold), 'scut' "
+                           "(per-category threshold maximising eval.decision_metric on the validation part), "
+                           "'scutfbr' (SCut with a fallback rank for categories whose best validation F1 is "
+                           "below eval.fbr), 'pcut' (each category's training prevalence of the decided "
+                           "documents), 'rcut' (the eval.rcut_k best categories per document)",
+                           choices=DECISION_RULES)
+    decision_metric: str = option("f1", "what scut and scutfbr maximise per category", choices=("f1", "accuracy"))
+    fbr: float = option(0.1, "scutfbr: a best validation F1 below this falls back to the rank threshold",
+                        min=0, max=1)
+    fbr_rank: int = option(1, "scutfbr: the fallback threshold is the score of the validation document at "
+                           "this rank (1 = the top one)", min=1)
+    rcut_k: int = option(1, "rcut: categories decided per document", min=1)
+    calibration: str = option("none", "per-category calibration of the scores fitted on the validation part: "
+                              "'platt' (affine in the log-odds) or 'isotonic'; rank metrics always use the "
+                              "uncalibrated scores", choices=("none", "platt", "isotonic"))
+    validation: str = option("split", "where scut, scutfbr and calibration learn: a seeded 'split' of the "
+                             "training part, or out-of-fold scores of 'kfold' cross-validation on it; never "
+                             "the test part", choices=("split", "kfold"))
+    validation_fraction: float = option(0.2, "split: share of the training part held out", min=0, max=1,
+                                        exclusive_min=True, exclusive_max=True)
+    folds: int = option(5, "kfold: number of folds", min=2)
+    refit: bool = option(False, "split: after the decision rule or calibration learned on the validation split, "
+                         "keep the model fitted without the validation documents, whose scores the thresholds "
+                         "fit (false), or refit it on the whole training part (true; a minibatch model's score "
+                         "scale grows with its training set, so its thresholds then fit less well); kfold "
+                         "always refits")
+    untrainable: str = option("exclude", "categories without a training positive (or negative): 'exclude' "
+                              "them from macro averages, micro pools and comparisons; 'prior': every model "
+                              "scores them by the training prior; 'keep' them as the models scored them",
+                              choices=("exclude", "prior", "keep"))
+    bootstrap: int = option(200, "bootstrap resamples of the test documents for the confidence intervals "
+                            "of the summary metrics; 0 = none", min=0)
+    confidence: float = option(0.95, "level of the confidence intervals (bootstrap, DeLong)", min=0, max=1,
+                               exclusive_min=True, exclusive_max=True)
 
 
 @dataclass
@@ -198,6 +235,11 @@ class CurveConfig:
     sizes: list[int] = option([], "training sizes; empty = 8 log-spaced sizes from 100 to all training documents",
                               min=1)
     seeds: int = option(3, "training samples (seeds) per size", min=1)
+    schedule: str = option("fixed_updates", "minibatch models at smaller sizes: 'fixed_updates' keeps the "
+                           "number of minibatch updates of the full-size fit (smaller batches, more passes, "
+                           "at most curve.max_passes); 'as_config' uses the config's batch_size and npasses "
+                           "at every size", choices=("fixed_updates", "as_config"))
+    max_passes: int = option(200, "fixed_updates: the most passes a small sample gets", min=1)
 
 
 @dataclass
@@ -209,6 +251,7 @@ class ModelSpec:
     options: Any  # the kind's options dataclass
     enabled: bool = True
     label: str = ""  # empty = the kind's description of its options
+    decision: str = ""  # empty = eval.decision
 
     def display_label(self) -> str:
         return self.label or get_kind(self.kind).describe(self.options)
@@ -216,7 +259,8 @@ class ModelSpec:
 
 #: keys every model table has besides its kind's options
 MODEL_KEYS = {"kind": "model kind (see the list above)", "enabled": "fit and evaluate this model",
-              "label": "name in tables and legends; empty = a description of the kind and options"}
+              "label": "name in tables and legends; empty = a description of the kind and options",
+              "decision": "this model's decision rule (see eval.decision); empty = eval.decision"}
 DEFAULT_MODELS = {"nb": "naive_bayes", "lr": "logistic"}  # the classic study: NB against LR
 
 
@@ -347,9 +391,10 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
     kind = get_kind(_check_value(table.pop("kind"), str, {}, f"{kind_origin}: {prefix}kind"),
                     f"{kind_origin}: {prefix}kind")
     generic = {}
-    for key, key_type in (("enabled", bool), ("label", str)):
+    for key, key_type, meta in (("enabled", bool, {}), ("label", str, {}),
+                                ("decision", str, {"choices": ("",) + DECISION_RULES})):
         if key in table:
-            generic[key] = _check_value(table.pop(key), key_type, {},
+            generic[key] = _check_value(table.pop(key), key_type, meta,
                                         f"{_origin(prefix + key, source, overridden, set_label)}: {prefix}{key}")
     option_names = [f.name for f in dataclasses.fields(kind.options)]
     for key in table:
@@ -438,6 +483,10 @@ def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
         raise MlnbError(f"{origin}: task = 'multiclass' needs single-label data; data.source = {data.source!r} is "
                         "multilabel (use svmlight with one label per line, text with labels = 'single', "
                         "arff, or bundled)")
+    if config.eval.decision != "fixed" or config.eval.calibration != "none" or any(
+            spec.decision not in ("", "fixed") for spec in config.study_models()):
+        raise MlnbError(f"{origin}: task = 'multiclass' decides by the most probable class: eval.decision (and "
+                        "every model's decision) must be 'fixed' and eval.calibration 'none'")
     if data.source == "text" and data.text.labels != "single":
         raise MlnbError(f"{origin}: data.text.labels = {data.text.labels!r}: task = 'multiclass' needs 'single'")
     if data.source == "text" and data.text.negative_labels:
@@ -577,7 +626,8 @@ def _dump_model(spec: ModelSpec) -> str:
     kind = get_kind(spec.kind)
     lines = [f"\n[models.{spec.name}]", f"kind = {toml_value(spec.kind)}  # {kind.help}",
              f"enabled = {toml_value(spec.enabled)}  # {MODEL_KEYS['enabled']}",
-             f"label = {toml_value(spec.label)}  # {MODEL_KEYS['label']}"]
+             f"label = {toml_value(spec.label)}  # {MODEL_KEYS['label']}",
+             f"decision = {toml_value(spec.decision)}  # {MODEL_KEYS['decision']}"]
     return "\n".join(lines) + "\n" + dump_toml(spec.options, f"models.{spec.name}.")
 
 
@@ -599,7 +649,8 @@ def config_dict(config) -> dict:
         value = getattr(config, f.name)
         if f.name == "models" and isinstance(config, StudyConfig):
             table[f.name] = {spec.name: {"kind": spec.kind, "enabled": spec.enabled, "label": spec.label,
-                                         **dataclasses.asdict(spec.options)} for spec in value.values()}
+                                         "decision": spec.decision, **dataclasses.asdict(spec.options)}
+                             for spec in value.values()}
         elif dataclasses.is_dataclass(value):
             table[f.name] = config_dict(value)
         else:

@@ -10,13 +10,13 @@ result into a results folder.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import time
 import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse as sp
 
 from mlnb import progress
 from mlnb.config import StudyConfig, fit_order
@@ -24,10 +24,13 @@ from mlnb.data.dataset import Dataset
 from mlnb.data.sources import load_dataset
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
+from mlnb.calibration import fit_calibration
+from mlnb.decision import fit_decision_rule
 from mlnb.metrics.comparison import Comparison, compare_scores
 from mlnb.metrics.evaluation import Evaluation, evaluate
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
 from mlnb.metrics.significance import mcnemar_test
+from mlnb.metrics.uncertainty import auc_confidence_intervals, bootstrap_intervals
 from mlnb.models import get_kind
 
 
@@ -43,7 +46,13 @@ class ModelRun:
     score_seconds: float
     eval_seconds: float
     evaluation: Evaluation
-    scores: np.ndarray  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
+    decision: object = None  # the fitted decision rule (multilabel), mlnb.decision.DecisionRule
+    calibration: object = None  # the fitted calibration, or None
+    probability_scores: object = None  # (n_eval, K) calibrated log-odds, or None
+    decisions: object = None  # (n_eval, K) 0/1 decisions (multilabel)
+    intervals: dict = field(default_factory=dict)  # summary metric -> (low, high), bootstrap
+    auc_intervals: object = None  # (K, 2) DeLong intervals of each category's AUC
+    scores: np.ndarray = None  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
     #                     a ranking score); multiclass, per-class joint scores J (softmax(J) = posterior)
 
     @property
@@ -63,6 +72,7 @@ class StudyResult:
     load_seconds: float = 0.0
     Y_test: object = None  # (n_test, K) sparse 0/1
     comparisons: list[Comparison] = field(default_factory=list)  # one per report.compare pair, a − b
+    untrainable: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int))  # no training positive/negative
 
     def model(self, name: str) -> ModelRun:
         return next(run for run in self.models if run.name == name)
@@ -75,22 +85,11 @@ def model_labels(config: StudyConfig) -> dict[str, str]:
     return {name: f"{label} [{name}]" if label in repeated else label for name, label in labels.items()}
 
 
-def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_names, *,
-               wanted: list[str] | None = None, curve_categories=(), seed: int | None = None) -> list[ModelRun]:
-    """Fit every enabled model (or those ``wanted``, with the models they start from) on the
-    training documents, then score, decide and evaluate it on the evaluation documents.
-
-    The decision rule today is one probability cut for every category (``eval.threshold``), or
-    for ``task = "multiclass"`` the most probable class; every ``eval.*`` key reaches the
-    evaluation here, for every command.
-    """
-    seed = config.seed if seed is None else seed
-    labels = model_labels(config)
-    unknown = sorted(set(wanted or ()) - set(labels))
-    if unknown:
-        raise MlnbError(f"no enabled model {', '.join(map(repr, unknown))} in the study ({', '.join(labels)})")
-    evaluated = set(labels) if wanted is None else set(wanted)
-    fitted, runs = {}, []
+def _fit_models(config: StudyConfig, wanted: list[str] | None, X, Y, eval_set, seed: int,
+                labels: dict) -> tuple[dict, dict]:
+    """Fit ``wanted`` (default: every enabled model) and the models they start from on (X, Y):
+    (fitted estimators by name, fit seconds by name)."""
+    fitted, seconds = {}, {}
     for spec in fit_order(config, wanted):
         kind = get_kind(spec.kind)
         estimator = kind.build(spec.options, seed, config.task)
@@ -98,26 +97,137 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
         try:
             with progress.status(f"fitting {labels[spec.name]}"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
-                estimator.fit(X_train, Y_train, **kind.fit_arguments(spec.options, fitted, (X_eval, Y_eval)))
+                estimator.fit(X, Y, **kind.fit_arguments(spec.options, fitted, eval_set))
                 estimator.weights_  # a lazy model (Naive Bayes) builds W here, so fit time includes it
         except MlnbError as error:
             raise MlnbError(f"models.{spec.name}: {error}") from None
         fitted[spec.name] = estimator
-        if spec.name not in evaluated:
-            continue
-        fit_seconds = time.perf_counter() - started
+        seconds[spec.name] = time.perf_counter() - started
+    return fitted, seconds
+
+
+def held_out_scores(config: StudyConfig, name: str, X_train, Y_train, seed: int, labels: dict):
+    """Scores of training documents by a model that did not train on them, for the decision rule and
+    the calibration to learn from: one seeded validation split of the training part, or the
+    out-of-fold scores of k-fold cross-validation on it. The evaluation documents are never seen.
+    Returns (scores (m × K), labels (m × K)) in training-row order, and the model of the split
+    (None for k-fold)."""
+    ev = config.eval
+    n = X_train.shape[0]
+    order = np.random.default_rng([seed, 11]).permutation(n)
+    if ev.validation == "split":
+        n_val = int(round(ev.validation_fraction * n))
+        if not 0 < n_val < n:
+            raise MlnbError(f"eval.validation_fraction = {ev.validation_fraction} leaves no fitting or no "
+                            f"validation documents out of {n} training documents")
+        blocks = [np.sort(order[:n_val])]
+    else:
+        if ev.folds > n:
+            raise MlnbError(f"eval.folds = {ev.folds} is more than the {n} training documents")
+        blocks = [np.sort(block) for block in np.array_split(order, ev.folds)]
+    parts, rows, model = [], [], None
+    for block in blocks:
+        keep = np.setdiff1d(np.arange(n), block, assume_unique=True)
+        fitted, _ = _fit_models(config, [name], X_train[keep], Y_train[keep], None, seed, labels)
+        model = fitted[name]
+        parts.append(model.decision_function(X_train[block]))
+        rows.append(block)
+    rows = np.concatenate(rows)
+    back = np.argsort(rows, kind="stable")  # to training-row order
+    return np.vstack(parts)[back], Y_train[rows[back]], (model if ev.validation == "split" else None)
+
+
+def untrainable_categories(Y_train) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of categories without a training positive or negative, every category's prior log-odds
+    log((N + ½)/(N̄ + ½)) (K,))."""
+    n = Y_train.shape[0]
+    positives = np.asarray(Y_train.sum(axis=0), dtype=np.float64).ravel()
+    prior = np.log(positives + 0.5) - np.log(n - positives + 0.5)
+    return np.flatnonzero((positives == 0) | (positives == n)), prior.astype(np.float32)
+
+
+def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """eval.untrainable = 'prior': untrainable categories score by their training prior, in every model."""
+    if categories.size:
+        scores = scores.copy()
+        scores[:, categories] = prior[categories]
+    return scores
+
+
+def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_names, *,
+               wanted: list[str] | None = None, curve_categories=(), seed: int | None = None) -> list[ModelRun]:
+    """Fit every enabled model (or those ``wanted``, with the models they start from) on the
+    training documents, then score, decide and evaluate it on the evaluation documents.
+
+    Decide: the model's decision rule (``eval.decision`` or its own ``decision``) and the
+    calibration (``eval.calibration``) learn from held-out scores of the training documents
+    (``held_out_scores``), never from the evaluation documents; ``task = "multiclass"`` decides
+    by the most probable class. Every ``eval.*`` key reaches this stage or the evaluation, for
+    every command.
+    """
+    seed = config.seed if seed is None else seed
+    ev = config.eval
+    labels = model_labels(config)
+    unknown = sorted(set(wanted or ()) - set(labels))
+    if unknown:
+        raise MlnbError(f"no enabled model {', '.join(map(repr, unknown))} in the study ({', '.join(labels)})")
+    evaluated = list(labels) if wanted is None else [name for name in labels if name in wanted]
+    fitted, fit_seconds = _fit_models(config, evaluated, X_train, Y_train, (X_eval, Y_eval), seed, labels)
+    untrainable, prior = untrainable_categories(Y_train)
+    prevalence = np.asarray(Y_train.mean(axis=0), dtype=np.float64).ravel()
+    multiclass = config.task == "multiclass"
+    runs = []
+    for name in evaluated:
+        spec, estimator = config.models[name], fitted[name]
         started = time.perf_counter()
         scores = estimator.decision_function(X_eval)  # (n_eval, K)
         score_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        evaluate_task = evaluate_multiclass if config.task == "multiclass" else evaluate
-        evaluation = evaluate_task(Y_eval, scores, category_names, curve_categories=curve_categories,
-                                   **dataclasses.asdict(config.eval))
-        runs.append(ModelRun(name=spec.name, kind=spec.kind, label=labels[spec.name], model=estimator,
-                             fit_seconds=fit_seconds, score_seconds=score_seconds,
-                             eval_seconds=time.perf_counter() - started, evaluation=evaluation, scores=scores))
-    order = list(labels)  # config order, whatever order the models had to be fitted in
-    return sorted(runs, key=lambda run: order.index(run.name))
+        rule_name = spec.decision or ev.decision
+        decision = calibration = probability_scores = decisions = None
+        exclude = untrainable if ev.untrainable == "exclude" else None
+        if not multiclass:
+            if ev.untrainable == "prior":
+                scores = _by_prior(scores, untrainable, prior)
+            validation = None
+            if rule_name in ("scut", "scutfbr") or ev.calibration != "none":
+                with progress.status(f"held-out scores of {name} ({ev.validation})"):
+                    S_val, Y_val, split_model = held_out_scores(config, name, X_train, Y_train, seed, labels)
+                if not ev.refit and split_model is not None:  # the thresholds fit this model's scores
+                    estimator = split_model
+                    scores = estimator.decision_function(X_eval)
+                    if ev.untrainable == "prior":
+                        scores = _by_prior(scores, untrainable, prior)
+                if ev.untrainable == "prior":
+                    S_val = _by_prior(S_val, untrainable, prior)
+                validation = (S_val, Y_val)
+            if ev.calibration != "none":
+                calibration = fit_calibration(ev.calibration, *validation)
+                probability_scores = calibration.transform(scores)
+            # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
+            cut_scores = probability_scores if (rule_name == "fixed" and calibration is not None) else scores
+            rule_validation = validation
+            if validation is not None and rule_name == "fixed" and calibration is not None:
+                rule_validation = (calibration.transform(validation[0]), validation[1])
+            decision = fit_decision_rule(rule_name, *(rule_validation or (None, None)), threshold=ev.threshold,
+                                         metric=ev.decision_metric, fbr=ev.fbr, fbr_rank=ev.fbr_rank,
+                                         rcut_k=ev.rcut_k, train_prevalence=prevalence)
+            decisions = decision.decide(cut_scores)
+            evaluation = evaluate(Y_eval, scores, category_names, threshold=ev.threshold,
+                                  roc_points=ev.roc_points, top_k=ev.top_k, curve_categories=curve_categories,
+                                  decisions=decisions, probability_scores=probability_scores, exclude=exclude,
+                                  train_prevalence=prevalence)
+        else:
+            evaluation = evaluate_multiclass(Y_eval, scores, category_names, threshold=ev.threshold,
+                                             roc_points=ev.roc_points, top_k=ev.top_k,
+                                             curve_categories=curve_categories, exclude=exclude,
+                                             train_prevalence=prevalence)
+        runs.append(ModelRun(name=name, kind=spec.kind, label=labels[name], model=estimator,
+                             fit_seconds=fit_seconds[name], score_seconds=score_seconds,
+                             eval_seconds=time.perf_counter() - started, evaluation=evaluation, scores=scores,
+                             decision=decision, calibration=calibration, probability_scores=probability_scores,
+                             decisions=decisions))
+    return runs
 
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
@@ -160,6 +270,22 @@ def run_study(config: StudyConfig) -> StudyResult:
                          load_seconds=time.perf_counter() - started, Y_test=Y_test)
     result.models = run_models(config, X_train, Y_train, X_test, Y_test, dataset.category_names,
                                curve_categories=[config.report.category])
+    untrainable, _ = untrainable_categories(Y_train)
+    result.untrainable = untrainable
+    excluded = untrainable if config.eval.untrainable == "exclude" else None
+    ev = config.eval
+    for run in result.models:  # uncertainty of what the report states
+        decisions = run.decisions
+        if config.task == "multiclass":  # the argmax decision, one class per document
+            n, K = run.scores.shape
+            decisions = sp.csr_matrix((np.ones(n, dtype=np.int8), run.evaluation.predicted, np.arange(n + 1)),
+                                      shape=(n, K))
+        if ev.bootstrap:
+            with progress.status(f"bootstrap intervals of {run.name} ({ev.bootstrap} resamples)"):
+                run.intervals = bootstrap_intervals(Y_test, run.rank_scores, decisions=decisions,
+                                                    n_boot=ev.bootstrap, seed=config.seed, level=ev.confidence,
+                                                    exclude=excluded)
+        run.auc_intervals = auc_confidence_intervals(Y_test, run.rank_scores, level=ev.confidence)
     for name_a, name_b in config.compared_pairs():
         a, b = result.model(name_a), result.model(name_b)
         mcnemar = None
@@ -169,5 +295,6 @@ def run_study(config: StudyConfig) -> StudyResult:
         with progress.status(f"DeLong tests per category, {name_a} against {name_b}"):
             result.comparisons.append(compare_scores(Y_test, a.rank_scores, b.rank_scores, dataset.category_names,
                                                      result.train_positives, a.label, b.label,
-                                                     config.report.alpha, name_a, name_b, mcnemar=mcnemar))
+                                                     config.report.alpha, name_a, name_b, mcnemar=mcnemar,
+                                                     exclude=excluded))
     return result

@@ -2,11 +2,14 @@
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 import mlnb.study
+from mlnb.studies import curve as curve_module
+from mlnb.studies import sweep as sweep_module
 from mlnb.cli import app
 from mlnb import MlnbError
 from mlnb.config import EvalConfig, load_config
@@ -21,36 +24,74 @@ COMMANDS = {
 }
 
 
-def _non_default(f: dataclasses.Field):
-    """A valid value of an eval.* key that differs from its default."""
-    default = f.default
-    if isinstance(default, bool):
-        return not default
-    if isinstance(default, float):
-        return 0.9 if default != 0.9 else 0.7
-    if isinstance(default, int):
-        return default + 6
-    raise AssertionError(f"eval.{f.name}: teach this test a non-default value for {type(default).__name__}")
+# eval key -> (the value set, the function of the loop that must receive it, how to read it from the call:
+# (positional arguments, keyword arguments, result) -> the value that function acted on)
+def _kw(name):
+    return lambda args, kwargs, result: kwargs.get(name)
+
+
+def _fraction(args, kwargs, result):  # held_out_scores(config, name, X_train, ...): share of rows held out
+    return round(result[0].shape[0] / args[2].shape[0], 2)
+
+
+EVAL_KEYS = {
+    "threshold": (0.9, "evaluate", _kw("threshold")),
+    "roc_points": (11, "evaluate", _kw("roc_points")),
+    "top_k": (3, "evaluate", _kw("top_k")),
+    "decision": ("pcut", "fit_decision_rule", lambda a, k, r: a[0]),
+    "decision_metric": ("accuracy", "fit_decision_rule", _kw("metric")),
+    "fbr": (0.3, "fit_decision_rule", _kw("fbr")),
+    "fbr_rank": (2, "fit_decision_rule", _kw("fbr_rank")),
+    "rcut_k": (2, "fit_decision_rule", _kw("rcut_k")),
+    "calibration": ("platt", "fit_calibration", lambda a, k, r: a[0]),
+    # k-fold scores every training document and keeps no split model; a split keeps its model
+    "validation": ("kfold", "held_out_scores", lambda a, k, r: "kfold" if r[2] is None and _fraction(a, k, r) == 1
+                   else "split"),
+    "validation_fraction": (0.5, "held_out_scores", _fraction),
+    "folds": (3, "held_out_scores", lambda a, k, r: a[0].eval.folds if r[2] is None else None),
+    # refit: the evaluated model saw every training document (NB counts them)
+    "refit": (True, "run_models", lambda a, k, r: r[0].model.n_documents_ == a[1].shape[0]),
+    "untrainable": ("keep", "evaluate", lambda a, k, r: "keep" if k.get("exclude") is None else None),
+    "bootstrap": (7, "bootstrap_intervals", _kw("n_boot")),
+    "confidence": (0.9, "bootstrap_intervals", _kw("level")),
+}
+# what a key needs switched on to matter at all
+NEEDS = {"decision_metric": ["eval.decision=scut"], "fbr": ["eval.decision=scutfbr"],
+         "fbr_rank": ["eval.decision=scutfbr"], "rcut_k": ["eval.decision=rcut"],
+         "validation": ["eval.decision=scut"], "validation_fraction": ["eval.decision=scut"],
+         "folds": ["eval.decision=scut", "eval.validation=kfold"], "refit": ["eval.decision=scut"]}
+RUN_ONLY = {"bootstrap", "confidence"}  # intervals are for the report of a run, not for each sweep or curve point
+
+
+def test_every_eval_key_is_covered():
+    assert set(EVAL_KEYS) == {f.name for f in dataclasses.fields(EvalConfig)}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-@pytest.mark.parametrize("key", [f.name for f in dataclasses.fields(EvalConfig)])
+@pytest.mark.parametrize("key", sorted(EVAL_KEYS))
 def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatch):
-    """Spy on evaluate inside the loop: each call must get the eval.* value the user set."""
-    value = _non_default(next(f for f in dataclasses.fields(EvalConfig) if f.name == key))
+    """Spy on the stage of the loop each key belongs to: every call must get the value the user set."""
+    if command != "run" and key in RUN_ONLY:
+        pytest.skip(f"eval.{key} shapes the run's report only")
+    value, function, read = EVAL_KEYS[key]
     seen = []
-    real = mlnb.study.evaluate
+    real = getattr(mlnb.study, function)
 
     def spy(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
+        result = real(*args, **kwargs)
+        seen.append(read(args, kwargs, result))
+        return result
 
-    monkeypatch.setattr(mlnb.study, "evaluate", spy)
+    monkeypatch.setattr(mlnb.study, function, spy)
+    if function == "run_models":  # the commands import it from mlnb.study at import time
+        monkeypatch.setattr(sweep_module, "run_models", spy)
+        monkeypatch.setattr(curve_module, "run_models", spy)
+    settings = SMALL + NEEDS.get(key, []) + [f"eval.{key}={str(value).lower()}"]
     args = [command, "configs/quickstart.toml", "--out", str(tmp_path), "--quiet", *COMMANDS[command],
-            *[a for s in SMALL + [f"eval.{key}={str(value).lower()}"] for a in ("--set", s)]]
+            *[a for s in settings for a in ("--set", s)]]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert seen and all(call[key] == value for call in seen)
+    assert value in seen, (key, seen)
 
 
 def test_curve_micro_f1_follows_the_threshold(tmp_path):
@@ -132,3 +173,35 @@ def test_results_keep_config_order_when_fit_order_differs(small_corpus):
     runs = run_models(config, small_corpus.X_train, small_corpus.Y_train, small_corpus.X_test,
                       small_corpus.Y_test, small_corpus.category_names)
     assert [run.name for run in runs] == ["lr", "nb"] and config.compared_pairs() == [("nb", "lr")]
+
+
+def test_decision_stage_and_honest_summaries_in_a_run(tmp_path):
+    """SCutFBR thresholds and Platt calibration learnt on held-out training documents, saved; the
+    report opens with its conclusion, baselines and intervals; rcut decides k categories a document."""
+    result = CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet",
+                                      *[a for s in SMALL + ["eval.decision=scutfbr", "eval.calibration=platt",
+                                                            "eval.bootstrap=20"] for a in ("--set", s)]])
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "quickstart").iterdir()
+    decisions = pd.read_csv(folder / "decisions.csv")
+    assert set(decisions["model"]) == {"nb", "lr"} and (decisions["rule"] == "scutfbr").all()
+    assert "calibration_slope" in decisions.columns
+    report = (folder / "report.md").read_text()
+    assert report.index("## Conclusion") < report.index("## Models") < report.index("## Summary")
+    assert "*prevalence random*" in report and "95% bootstrap intervals" in report
+    summary = __import__("json").loads((folder / "summary.json").read_text())
+    low, high = summary["models"]["lr"]["intervals"]["macro_auc"]
+    assert low <= summary["models"]["lr"]["macro_auc"] <= high
+    metrics = pd.read_csv(folder / "metrics.csv")
+    assert {"auc_low", "auc_high", "average_precision", "excluded"} <= set(metrics.columns)
+
+
+def test_rcut_decides_k_categories_per_document(small_corpus):
+    config = load_config(None, ["eval.decision=rcut", "eval.rcut_k=2", "models.lr.npasses=1",
+                                "eval.untrainable=keep"])
+    runs = run_models(config, small_corpus.X_train, small_corpus.Y_train, small_corpus.X_test,
+                      small_corpus.Y_test, small_corpus.category_names)
+    for run in runs:
+        assert (np.diff(run.decisions.tocsr().indptr) == 2).all()
+        assert run.evaluation.per_category["tp"].sum() + run.evaluation.per_category["fp"].sum() == \
+            2 * small_corpus.X_test.shape[0]

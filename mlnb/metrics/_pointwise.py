@@ -1,10 +1,11 @@
 r"""Threshold and probability sums for every category in one pass over the score matrix.
 
-For each category k over the n documents (z = log-odds, p = σ(z), ŷ = [z ≥ cut]):
+For each category k over the n documents (z = decision log-odds, ŷ = [z ≥ cut];
+u = probability log-odds, the calibrated ones if given, else z; p = σ(u)):
 
     predicted_k = Σ ŷ            tp_k = Σ ŷ·y            positives_k = Σ y
     expected_k  = Σ [y·p + (1 − y)(1 − p)]
-    log_loss_k  = Σ [y·softplus(−z) + (1 − y)·softplus(z)]
+    log_loss_k  = Σ [y·softplus(−u) + (1 − y)·softplus(u)]
     brier_k     = Σ (p − y)²
 
 and, pooled over all pairs, the reliability bins of p (count, Σp, Σy). The
@@ -13,6 +14,10 @@ blocks of rows, marking each document's few labels (Y is sparse) before
 its row. Sums are
 float64. Without numba, the same sums come from the matrix functions of
 ``mlnb.metrics.classification`` (which the tests check against scikit-learn).
+
+``decision_counts`` gives predicted_k and tp_k of a decision matrix made
+elsewhere (sparse or dense 0/1), from sparse products or blocks of rows, so
+that an 800k × 103 decision matrix is never copied whole.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb.errors import MlnbError
 from mlnb.metrics.classification import brier_score, confusion_counts, expected_accuracy, log_loss_from_scores
 
 FIELDS = ("predicted", "tp", "positives", "expected", "log_loss", "brier")
@@ -33,7 +39,7 @@ if HAVE_NUMBA:
         return max(x, 0.0) + np.log1p(np.exp(-abs(x)))
 
     @njit(parallel=True, cache=True)
-    def _sums(S, y_indptr, y_indices, cut, bins, n_blocks):
+    def _sums(S, U, y_indptr, y_indices, cut, bins, n_blocks):
         n, K = S.shape
         acc = np.zeros((n_blocks, 6, K))
         rel = np.zeros((n_blocks, 3, bins))
@@ -46,10 +52,10 @@ if HAVE_NUMBA:
                 for q in range(y_indptr[i], y_indptr[i + 1]):
                     positive[y_indices[q]] = True
                 for k in range(K):
-                    z = np.float64(S[i, k])
+                    predicted = 1.0 if np.float64(S[i, k]) >= cut else 0.0
+                    z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
                     p = 1.0 / (1.0 + np.exp(-z))
                     b = min(int(p * bins), bins - 1)
-                    predicted = 1.0 if z >= cut else 0.0
                     a[0, k] += predicted
                     r[0, b] += 1.0
                     r[1, b] += p
@@ -69,24 +75,68 @@ if HAVE_NUMBA:
         return acc.sum(axis=0), rel.sum(axis=0)
 
 
-def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba: bool = HAVE_NUMBA):
-    """({field: (K,) sums}, (3, bins) reliability sums) for decision scores (n × K)."""
+def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba: bool = HAVE_NUMBA,
+                   probability_scores: np.ndarray | None = None):
+    """({field: (K,) sums}, (3, bins) reliability sums) for decision scores (n × K).
+
+    probability_scores : (n × K) log-odds for the probability sums and bins (default: ``scores``)
+    """
     n, K = scores.shape
     Y = sp.csr_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
     Y.eliminate_zeros()
     if use_numba:
-        sums, reliability = _sums(np.ascontiguousarray(scores), Y.indptr, Y.indices, float(cut), bins,
-                                  max(1, min(256, n // 1024)))
+        S = np.ascontiguousarray(scores)
+        U = S if probability_scores is None else np.ascontiguousarray(probability_scores)
+        sums, reliability = _sums(S, U, Y.indptr, Y.indices, float(cut), bins, max(1, min(256, n // 1024)))
         return dict(zip(FIELDS, sums)), reliability
     # the numpy path: the same sums from the per-matrix functions of ``classification``
     dense = Y.toarray().astype(bool)
     z = np.asarray(scores, dtype=np.float64)
-    p = expit(z)
+    u = z if probability_scores is None else np.asarray(probability_scores, dtype=np.float64)
+    p = expit(u)
     counts = confusion_counts(dense, z, threshold=float(expit(cut)))
     sums = {"predicted": counts.tp + counts.fp, "tp": counts.tp, "positives": dense.sum(axis=0),
-            "expected": expected_accuracy(dense, p) * n, "log_loss": log_loss_from_scores(dense, z) * n,
+            "expected": expected_accuracy(dense, p) * n, "log_loss": log_loss_from_scores(dense, u) * n,
             "brier": brier_score(dense, p) * n}
     b = np.minimum((p * bins).astype(np.int64), bins - 1).ravel()
     reliability = np.vstack([np.bincount(b, minlength=bins), np.bincount(b, weights=p.ravel(), minlength=bins),
                              np.bincount(b[dense.ravel()], minlength=bins)])
     return {f: np.asarray(sums[f], dtype=np.float64) for f in FIELDS}, reliability
+
+
+DECISION_BLOCK_ROWS = 8192  # rows per block of a dense decision matrix (bounds the temporaries)
+
+
+def decision_counts(Y_true, decisions) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted (K,), tp (K,)) int64 of a 0/1 decision matrix (n × K, sparse or dense) against Y.
+
+    Sparse decisions: column counts of D and of D ∘ Y. Dense: counted in blocks of rows, and tp_k
+    read off D at Y's nonzeros only (Y is sparse), so no n × K boolean copy is made.
+    """
+    Y = sp.csr_matrix(Y_true, copy=True)
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    n, K = Y.shape
+    decisions = decisions if sp.issparse(decisions) else np.asarray(decisions)
+    if decisions.shape != (n, K):
+        raise MlnbError(f"decisions has shape {decisions.shape} but Y_true has shape {(n, K)}")
+    if sp.issparse(decisions):
+        D = sp.csr_matrix(decisions, copy=True)
+        D.sum_duplicates()
+        D.eliminate_zeros()
+        if not np.all(D.data == 1):
+            raise MlnbError("decisions must hold only 0/1 (or booleans)")
+        hits = D.multiply(Y).tocsr()  # nonzero where both are
+        hits.eliminate_zeros()
+        return (np.bincount(D.indices, minlength=K).astype(np.int64),
+                np.bincount(hits.indices, minlength=K).astype(np.int64))
+    D = decisions
+    predicted = np.zeros(K, dtype=np.int64)
+    for start in range(0, n, DECISION_BLOCK_ROWS):
+        block = D[start:start + DECISION_BLOCK_ROWS]  # a view
+        if block.dtype != bool and np.any((block != 0) & (block != 1)):
+            raise MlnbError("decisions must hold only 0/1 (or booleans)")
+        predicted += np.count_nonzero(block, axis=0)
+    rows = np.repeat(np.arange(n), np.diff(Y.indptr))  # (nnz,) row of each label
+    tp = np.bincount(Y.indices, weights=D[rows, Y.indices] != 0, minlength=K)
+    return predicted, tp.astype(np.int64)

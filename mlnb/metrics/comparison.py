@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mlnb.metrics.significance import McNemarResult, SignTestResult, delong_tests, sign_test
+from mlnb.metrics.significance import holm, McNemarResult, SignTestResult, delong_tests, sign_test
 
 
 @dataclass
@@ -56,13 +56,18 @@ class Comparison:
 
 def compare_scores(Y_test, scores_a, scores_b, category_names, train_positives, label_a="a", label_b="b",
                    alpha: float = 0.05, name_a: str = "a", name_b: str = "b",
-                   mcnemar: McNemarResult | None = None) -> Comparison:
+                   mcnemar: McNemarResult | None = None, exclude=None) -> Comparison:
     """DeLong per category (a − b), Holm over categories, sign test over the differences.
 
     mcnemar : McNemar's test of the two models' per-document correctness
               (``mcnemar_test(predicted_a == true, predicted_b == true)``), kept as given
+    exclude : category indices left out of the tests (e.g. without training positives: what
+              either model scores there is no evidence about the models); their rows stay, untested
     """
     table = delong_tests(Y_test, scores_a, scores_b).reset_index(drop=True)
+    if exclude is not None and len(exclude):
+        table.loc[np.asarray(exclude), ["difference", "z", "p_value"]] = np.nan
+        table["p_holm"] = holm(table["p_value"].to_numpy())
     table.insert(0, "category", np.arange(len(table)))
     table.insert(1, "name", list(category_names))
     table.insert(2, "train_pos", np.asarray(train_positives).astype(int))

@@ -1,15 +1,32 @@
-"""One model's scores against the truth: every metric for every category.
+r"""One model's scores against the truth: every metric for every category.
 
 ``evaluate`` is the single entry point the study uses. It works one category
 at a time for the rank metrics — one sort of that category's scores gives its
-exact ROC, AUC, ROC and gains grids — on every core, while the threshold and
-probability metrics come from one pass over the score matrix
-(``_pointwise``); the only full-size arrays are the inputs.
+exact ROC, AUC, average precision, ROC and gains grids — on every core, while
+the threshold and probability metrics come from one pass over the score matrix
+(``_pointwise``) and the example-based ranking metrics from one more
+(``ranking.label_ranking_metrics``); the only full-size arrays are the inputs.
 
-Macro averages are taken over the *evaluable* categories only, those with at
-least one positive and one negative test document (AUC is undefined
-elsewhere); the others are listed in ``Evaluation.excluded`` and counted in
-the summary. Micro averages pool every (document, category) pair.
+**Which scores feed which metric.** AUC, ROC, lift, average precision and the
+example-based ranking metrics always rank by ``scores`` (the model's own
+log-odds). The probability metrics (expected accuracy, log loss, Brier, the
+calibration table) use ``probability_scores`` when given — calibrated
+log-odds; isotonic calibration creates ties, so ranks never come from them —
+else ``scores``. The decision metrics (tp/fp/fn/tn, accuracy, precision,
+recall, F1) use ``decisions`` when given — an n × K 0/1 matrix of a decision
+rule applied elsewhere — else ŷ = [scores ≥ logit(threshold)].
+
+**Exclusions.** A category is *evaluable* when it has at least one positive
+and one negative test document (AUC is undefined elsewhere) and the caller
+has not excluded it (``exclude``: e.g. the untrainable categories, without a
+training positive or negative). Macro averages are taken over the evaluable
+categories only. Micro averages (and the example-based metrics) pool every
+(document, category) pair except those of the caller's exclusions: categories
+lacking test positives or negatives stay in the pools, as in scikit-learn's
+micro averages. ``Evaluation.excluded`` lists all non-evaluable categories;
+the ``excluded`` column of ``per_category`` gives each one's reason ("" for an
+evaluable category, ``"no test positive or negative"``, or the caller's
+reason, default ``"untrainable"``, which wins when both apply).
 
 ``precision_at_k`` is example-based: the mean over documents of the share of
 their k highest-scored categories that are true labels,
@@ -18,6 +35,39 @@ their k highest-scored categories that are true labels,
 
 with ties among scores broken by category index (the lower index first), and
 the division by k even where a document has fewer than k labels (or K < k).
+The other example-based metrics (label ranking average precision, coverage
+error, ranking loss) and average precision follow scikit-learn, ties included
+(``ranking``).
+
+**Baselines** (``Evaluation.baselines``), on the same test labels, with the
+same exclusions and the same summary keys. With test prevalence π_k = n_pos/n,
+the training prevalence q_k (``train_prevalence``; without it the test
+prevalence, and ``summary["baseline_prevalence"]`` says which), K' the pooled
+categories and n_i a document's labels among them:
+
+* ``always_no``: every score equal (−∞), every decision no: tp = fp = 0, so
+  precision = recall = F1 = 0 (the zero-division convention of ``evaluate``),
+  accuracy = expected accuracy = 1 − π_k, Brier = π_k, log loss = +∞ (p = 0 for
+  an event that happens), AUC = 0.5, AP = π_k (micro: the pooled prevalence);
+  P@k = Σ_{first min(k, K') pooled categories} n_pos / (n k) (ties to the lower
+  index), LRAP_i = n_i / K', coverage_i = K', ranking loss_i = 1 (the
+  conventions for n_i ∈ {0, K'} as in ``ranking``). It is exactly what
+  ``evaluate`` reports for scores of −∞ everywhere.
+* ``prevalence_random``: decides yes independently with probability q_k,
+  ranks at random (i.i.d. continuous scores) and predicts the constant
+  probability q_k. Decision metrics from the expected counts
+  E tp = q·n_pos, E fp = q·n_neg, E fn = (1 − q)·n_pos: precision = π_k,
+  recall = q_k, F1 = 2 π_k q_k / (π_k + q_k), accuracy = π q + (1 − π)(1 − q)
+  (exact expectations for accuracy and recall, and for precision given a yes;
+  F1 is that of the expected counts); micro ones from the pooled expected counts.
+  Probability metrics of p = q_k: expected accuracy as accuracy,
+  Brier = π(1 − q)² + (1 − π) q², log loss = −π log q − (1 − π) log(1 − q).
+  Rank metrics, exact expectations over random orders: AUC = 0.5,
+  AP(n, P) = (1/n)[H_n + (P − 1)/(n − 1)·(n − H_n)] (H the harmonic numbers;
+  micro: n·K' pairs, pooled P), P@k = mean n_i · min(k, K') / (K' k),
+  LRAP_i = (1/K')[H_K' + (n_i − 1)/(K' − 1)·(K' − H_K')],
+  coverage_i = n_i (K' + 1) / (n_i + 1), ranking loss_i = ½;
+  ``n_no_positive_predictions`` = Σ_k (1 − q_k)^n over evaluable categories.
 """
 
 from __future__ import annotations
@@ -29,35 +79,47 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.special import digamma, xlogy
 
 from mlnb import progress
 from mlnb.errors import MlnbError
-from mlnb.metrics._pointwise import pointwise_sums
+from mlnb.metrics._pointwise import decision_counts, pointwise_sums
 from mlnb.metrics.classification import logit
-from mlnb.metrics.ranking import (auc_from_curve, depth_lift, fpr_grid, gains_on_grid,
-                                  rank_curve, roc_lift, roc_on_grid)
+from mlnb.metrics.ranking import (auc_from_curve, average_precision_from_curve, depth_lift, fpr_grid,
+                                  gains_on_grid, label_ranking_metrics, rank_curve, roc_lift, roc_on_grid)
 
 CALIBRATION_BINS = 10
 #: metrics where a smaller value is better (everything else: larger is better)
-LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier")
-PER_CATEGORY_COLUMNS = ["category", "name", "n_pos", "n_neg", "prevalence", "auc",
+LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier", "coverage_error", "label_ranking_loss")
+PER_CATEGORY_COLUMNS = ["category", "name", "n_pos", "n_neg", "prevalence", "auc", "average_precision",
                         "expected_accuracy", "accuracy", "precision", "recall", "f1",
-                        "log_loss", "brier", "tp", "fp", "fn", "tn"]
+                        "log_loss", "brier", "tp", "fp", "fn", "tn", "excluded"]
+#: reason of a category without a positive or without a negative test document
+NO_TEST_POSITIVE_OR_NEGATIVE = "no test positive or negative"
+#: reason of the categories passed to ``exclude`` as plain indices
+UNTRAINABLE = "untrainable"
+#: summary keys that do not come from the per-category table (``multiclass`` carries them over)
+POOLED_KEYS = ("micro_auc", "micro_average_precision", "precision_at_k", "label_ranking_average_precision",
+               "coverage_error", "label_ranking_loss")
 
 
 @dataclass
 class Evaluation:
     """Metrics of one model on one test set.
 
-    per_category : DataFrame, one row per category (columns PER_CATEGORY_COLUMNS)
+    per_category : DataFrame, one row per category (columns PER_CATEGORY_COLUMNS); ``excluded``
+                   holds the reason a category is left out of the averages ("" if it is not)
     summary      : micro and macro averages (dict of floats and counts)
     grid         : x values of the curve grids (FPR for ROC, depth for gains)
     roc_tpr      : (K, G) TPR at each grid FPR (NaN rows for excluded categories)
     gains        : (K, G) share of positives in the top ``grid`` fraction
     curves       : exact rank curves, by category index, of the categories asked for
-    excluded     : indices of categories without positives or negatives in the test set
+    excluded     : indices of the categories left out of the macro averages (no positive or no
+                   negative test document, or excluded by the caller)
     calibration  : reliability table over all (document, category) pairs: for each bin of
                    predicted probability, its count, mean prediction and observed positive rate
+    baselines    : {"always_no": {...}, "prevalence_random": {...}}, each with the summary's
+                   metric keys, for trivial classifiers on the same labels (module docstring)
     """
 
     per_category: pd.DataFrame
@@ -68,6 +130,7 @@ class Evaluation:
     curves: dict
     excluded: np.ndarray
     calibration: pd.DataFrame
+    baselines: dict
 
     @property
     def roc_lift(self) -> np.ndarray:
@@ -76,6 +139,12 @@ class Evaluation:
     @property
     def depth_lift(self) -> np.ndarray:
         return depth_lift(self.gains, self.grid)
+
+    @property
+    def excluded_table(self) -> pd.DataFrame:
+        """The excluded categories with their test counts and the reason."""
+        return self.per_category.loc[self.excluded, ["category", "name", "n_pos", "n_neg", "excluded"]] \
+            .rename(columns={"excluded": "reason"}).reset_index(drop=True)
 
 
 def _label_columns(Y_true, n: int, K: int):
@@ -94,44 +163,77 @@ def _label_columns(Y_true, n: int, K: int):
 
 
 def _rank_part(y: np.ndarray, z: np.ndarray, grid: np.ndarray, keep_curve: bool):
-    """AUC, ROC and gains on the grid from one sort of a category's scores."""
+    """AUC, ROC and gains on the grid, average precision, from one sort of a category's scores."""
     curve = rank_curve(y, z)
     # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
     return auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid), \
-        curve if keep_curve else None
+        curve if keep_curve else None, average_precision_from_curve(curve)
+
+
+def pooled_rank_metrics(Y_true, scores: np.ndarray, columns=None) -> tuple[float, float]:
+    """(micro AUC, micro average precision) over the (document, category) pairs of ``columns``
+    (None: all) pooled, from one sort of the negatives and one of the positives:
+
+        AUC = (1/PN) Σ_{positives x} [#negatives < x + ½ #negatives = x]
+        AP  = (1/P)  Σ_{positives x} #positives ≥ x / #pairs ≥ x
+    """
+    Y = (Y_true.toarray() if sp.issparse(Y_true) else np.asarray(Y_true)).astype(bool)
+    if columns is None:
+        negatives = scores[~Y]  # a copy, sorted in place below
+        positives = scores[Y]
+    else:
+        pooled = np.zeros(Y.shape[1], dtype=bool)
+        pooled[np.asarray(columns, dtype=np.int64)] = True
+        negatives = scores[~Y & pooled]
+        positives = scores[Y & pooled]
+    if positives.size == 0:
+        return float("nan"), float("nan")
+    negatives.sort()
+    positives.sort()
+    negatives_below = np.searchsorted(negatives, positives, side="left")  # (P,)
+    negatives_not_above = np.searchsorted(negatives, positives, side="right")
+    positives_at_or_above = positives.size - np.searchsorted(positives, positives, side="left")
+    precision = positives_at_or_above / (positives_at_or_above + negatives.size - negatives_below)
+    ap = float(precision.sum() / positives.size)
+    if negatives.size == 0:
+        return float("nan"), ap
+    auc = (negatives_below.sum(dtype=np.float64) + negatives_not_above.sum(dtype=np.float64)) / 2.0
+    return float(auc / (positives.size * negatives.size)), ap
 
 
 def micro_auc(Y_true, scores: np.ndarray) -> float:
-    """AUC over all (document, category) pairs pooled, with one sort of the negatives:
-    each positive counts the negatives scored below it, plus ½ per tie."""
-    Y = (Y_true.toarray() if sp.issparse(Y_true) else np.asarray(Y_true)).astype(bool)
-    negatives = scores[~Y]  # a copy, sorted in place below
-    positives = scores[Y]
-    if positives.size == 0 or negatives.size == 0:
-        return float("nan")
-    negatives.sort()
-    below = np.searchsorted(negatives, positives, side="left").sum(dtype=np.float64)
-    not_above = np.searchsorted(negatives, positives, side="right").sum(dtype=np.float64)
-    return float((below + not_above) / 2.0 / (positives.size * negatives.size))
+    """AUC over all (document, category) pairs pooled: each positive counts the negatives
+    scored below it, plus ½ per tie."""
+    return pooled_rank_metrics(Y_true, scores)[0]
 
 
 PRECISION_BLOCK_ROWS = 8192  # rows per block of precision_at_k (bounds its temporaries)
 
 
-def precision_at_k(Y_true, scores: np.ndarray, k: int) -> float:
-    """Mean over documents of (true labels among the k highest scores) / k, ties to the lower index."""
+def precision_at_k(Y_true, scores: np.ndarray, k: int, columns=None) -> float:
+    """Mean over documents of (true labels among the k highest scores) / k, ties to the lower index.
+
+    columns : the categories ranked (None: all), in increasing order
+    """
     n, K = scores.shape
     if n == 0:
         return float("nan")
+    columns = np.arange(K) if columns is None else np.asarray(columns, dtype=np.int64)
+    K = columns.size
+    if K == 0:
+        return float("nan")
+    every = K == scores.shape[1]
     Y = sp.csr_matrix(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
     hits = 0
     for start in range(0, n, PRECISION_BLOCK_ROWS):
         stop = min(n, start + PRECISION_BLOCK_ROWS)
         y = (Y[start:stop].toarray() if sp.issparse(Y) else Y[start:stop]) != 0  # (b, K)
+        y = y if every else y[:, columns]
         if k >= K:
             hits += np.count_nonzero(y)
             continue
         s = np.asarray(scores[start:stop])  # (b, K)
+        s = s if every else s[:, columns]
         kth = np.partition(s, K - k, axis=1)[:, K - k][:, None]  # (b, 1) k-th highest score
         above, tied = s > kth, s == kth
         room = k - np.count_nonzero(above, axis=1)  # (b,) ≥ 1 places left for the tied ones
@@ -140,14 +242,61 @@ def precision_at_k(Y_true, scores: np.ndarray, k: int) -> float:
     return float(hits / (n * k))
 
 
+def caller_exclusions(exclude, K: int) -> dict[int, str]:
+    """{category: reason} from ``exclude``: indices (reason ``UNTRAINABLE``) or a mapping to reasons."""
+    if exclude is None:
+        return {}
+    items = exclude.items() if isinstance(exclude, dict) else ((k, UNTRAINABLE) for k in np.ravel(exclude))
+    reasons = {}
+    for k, reason in items:
+        k = k.item() if isinstance(k, np.generic) else k
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < K:
+            raise MlnbError(f"exclude: categories must be indices 0..{K - 1}, got {k!r}")
+        if not isinstance(reason, str) or not reason:
+            raise MlnbError(f"exclude: the reason for category {k} must be a non-empty string, got {reason!r}")
+        reasons[int(k)] = reason
+    return reasons
+
+
+def _prevalence(train_prevalence, K: int) -> np.ndarray | None:
+    if train_prevalence is None:
+        return None
+    q = np.asarray(train_prevalence, dtype=np.float64)
+    if q.shape != (K,):
+        raise MlnbError(f"train_prevalence must have one value per category ({K}), got shape {q.shape}")
+    if not np.all((q >= 0) & (q <= 1)):
+        raise MlnbError("train_prevalence must hold values in [0, 1]")
+    return q
+
+
+def _score_matrix(values, shape, name: str) -> np.ndarray:
+    if sp.issparse(values):
+        raise MlnbError(f"{name} must be a dense n × K array, got a sparse matrix")
+    values = np.asarray(values)
+    if values.shape != shape:
+        raise MlnbError(f"{name} has shape {values.shape} but scores has shape {shape}")
+    if np.isnan(values).any():
+        raise MlnbError(f"{name} contain NaN")
+    return values
+
+
 def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float = 0.5,
              roc_points: int = 101, curve_categories=None, top_k: int = 2,
-             n_threads: int | None = None) -> Evaluation:
+             n_threads: int | None = None, *, decisions=None, probability_scores=None,
+             exclude=None, train_prevalence=None) -> Evaluation:
     """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1).
 
     curve_categories : category indices whose exact ROC curves to keep (None: all)
     top_k : k of the summary's ``precision_at_k``
     n_threads : categories evaluated in parallel (default: every core)
+    decisions : (n × K) 0/1, sparse or dense: the decisions of a rule applied elsewhere, for the
+                decision metrics instead of [scores ≥ logit(threshold)]
+    probability_scores : (n × K) calibrated log-odds for the probability metrics (±inf allowed:
+                         a probability of exactly 0 or 1); the rank metrics keep ``scores``
+    exclude : categories to leave out of every average and pool: indices (reason "untrainable")
+              or {index: reason}
+    train_prevalence : (K,) training share of positives, for the ``prevalence_random`` baseline
+                       (default: the test prevalence)
     """
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise MlnbError(f"top_k must be a positive integer, got {top_k!r}")
@@ -157,8 +306,15 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     if Y_true.shape != scores.shape:
         raise ValueError(f"Y_true has shape {Y_true.shape} but scores has shape {scores.shape}")
     n, K = scores.shape
+    if probability_scores is not None:
+        probability_scores = _score_matrix(probability_scores, scores.shape, "probability_scores")
+    reasons = caller_exclusions(exclude, K)
+    q = _prevalence(train_prevalence, K)
     names = list(category_names) if category_names is not None else [str(k) for k in range(K)]
     keep = set(range(K)) if curve_categories is None else set(curve_categories)
+    pooled = np.ones(K, dtype=bool)
+    pooled[list(reasons)] = False
+    columns = None if pooled.all() else np.flatnonzero(pooled)
     column = _label_columns(Y_true, n, K)
     cut, grid = logit(threshold), fpr_grid(roc_points)
 
@@ -166,27 +322,44 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
         return _rank_part(column(k), np.ascontiguousarray(scores[:, k]), grid, k in keep)
 
     with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
-        pooled_auc = pool.submit(micro_auc, Y_true, scores)  # alongside the categories
-        pooled_precision = pool.submit(precision_at_k, Y_true, scores, int(top_k))
-        sums, reliability = pointwise_sums(Y_true, scores, cut, CALIBRATION_BINS)
+        pooled_ranks = pool.submit(pooled_rank_metrics, Y_true, scores, columns)  # alongside the rest
+        pooled_precision = pool.submit(precision_at_k, Y_true, scores, int(top_k), columns)
+        # the numba kernels run here, one after the other (a workqueue layer forbids concurrent ones)
+        sums, reliability = pointwise_sums(Y_true, scores, cut, CALIBRATION_BINS,
+                                           probability_scores=probability_scores)
+        example_ranking = label_ranking_metrics(Y_true, scores, columns)
         ranked = list(progress.track(pool.map(work, range(K)), total=K, description="ROC / lift per category"))
-        micro, at_k = pooled_auc.result(), pooled_precision.result()
-    tp, predicted, n_pos = (sums[f].astype(np.int64) for f in ("tp", "predicted", "positives"))
+        (micro, micro_ap), at_k = pooled_ranks.result(), pooled_precision.result()
+    n_pos = sums["positives"].astype(np.int64)
+    if decisions is None:
+        tp, predicted = sums["tp"].astype(np.int64), sums["predicted"].astype(np.int64)
+    else:
+        predicted, tp = decision_counts(Y_true, decisions)
     fp, fn = predicted - tp, n_pos - tp
+    untestable = (n_pos == 0) | (n_pos == n)
+    why = np.where(untestable, NO_TEST_POSITIVE_OR_NEGATIVE, "").astype(object)
+    for k, reason in reasons.items():
+        why[k] = reason
     table = pd.DataFrame({
         "category": np.arange(K), "name": names, "n_pos": n_pos, "n_neg": n - n_pos, "prevalence": n_pos / n,
-        "auc": [r[0] for r in ranked], "expected_accuracy": sums["expected"] / n,
+        "auc": [r[0] for r in ranked], "average_precision": [r[4] for r in ranked],
+        "expected_accuracy": sums["expected"] / n,
         "accuracy": (n - fp - fn) / n, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
         "f1": _ratio(2 * tp, 2 * tp + fp + fn), "log_loss": sums["log_loss"] / n, "brier": sums["brier"] / n,
-        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn}, columns=PER_CATEGORY_COLUMNS)
+        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn, "excluded": why}, columns=PER_CATEGORY_COLUMNS)
     roc_tpr = np.vstack([r[1] for r in ranked]) if K else np.empty((0, grid.size))
     gains = np.vstack([r[2] for r in ranked]) if K else np.empty((0, grid.size))
     curves = {k: ranked[k][3] for k in sorted(keep) if k < K}
-    evaluable = (n_pos > 0) & (n_pos < n)
-    summary = _summary(table, evaluable, micro) | {"precision_at_k": at_k}
+    evaluable = why == ""
+    extra = {"micro_auc": micro, "micro_average_precision": micro_ap, "precision_at_k": at_k,
+             **example_ranking, "baseline_prevalence": "test" if q is None else "train"}
+    summary = _summary(table, evaluable, pooled, extra)
+    labels_per_document = _labels_per_document(Y_true, pooled)
+    baselines = _baselines(n_pos, n, evaluable, pooled, n_pos / max(n, 1) if q is None else q,
+                           labels_per_document, int(top_k))
     return Evaluation(per_category=table, summary=summary, grid=grid, roc_tpr=roc_tpr,
                       gains=gains, curves=curves, excluded=np.flatnonzero(~evaluable),
-                      calibration=_calibration_table(reliability))
+                      calibration=_calibration_table(reliability), baselines=baselines)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -204,17 +377,18 @@ def _calibration_table(reliability) -> pd.DataFrame:
                              "observed_rate": np.where(counts > 0, sum_y / counts, np.nan)})
 
 
-def _summary(table: pd.DataFrame, evaluable: np.ndarray, micro_auc_value: float) -> dict:
-    """Micro averages pool all (document, category) pairs; macro ones average
-    the evaluable categories."""
+def _summary(table: pd.DataFrame, evaluable: np.ndarray, pooled: np.ndarray, extra: dict) -> dict:
+    """Micro averages pool the (document, category) pairs of the ``pooled`` categories; macro
+    ones average the evaluable categories; ``extra`` holds the pooled rank metrics."""
     kept = table[evaluable]
-    tp, fp, fn = (int(table[c].sum()) for c in ("tp", "fp", "fn"))
+    tp, fp, fn = (int(table[c][pooled].sum()) for c in ("tp", "fp", "fn"))
 
     def macro(column: str) -> float:
         return float(kept[column].mean()) if len(kept) else float("nan")
 
+    untestable = int((table["excluded"] == NO_TEST_POSITIVE_OR_NEGATIVE).sum())
     return {
-        "macro_auc": macro("auc"), "micro_auc": micro_auc_value,
+        "macro_auc": macro("auc"), "micro_auc": extra["micro_auc"],
         "macro_f1": macro("f1"), "micro_f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
         "macro_precision": macro("precision"), "micro_precision": tp / (tp + fp) if tp + fp else 0.0,
         "macro_recall": macro("recall"), "micro_recall": tp / (tp + fn) if tp + fn else 0.0,
@@ -222,4 +396,100 @@ def _summary(table: pd.DataFrame, evaluable: np.ndarray, micro_auc_value: float)
         "mean_log_loss": macro("log_loss"), "mean_brier": macro("brier"),
         "n_categories": int(len(table)), "n_evaluable": int(evaluable.sum()),
         "n_excluded": int((~evaluable).sum()),
+        "n_excluded_untestable": untestable, "n_excluded_by_caller": int((~pooled).sum()),
+        "n_no_positive_predictions": int((kept["tp"] + kept["fp"] == 0).sum()),
+        "macro_average_precision": macro("average_precision"),
+        **{key: extra[key] for key in POOLED_KEYS if key != "micro_auc"},
+        "baseline_prevalence": extra["baseline_prevalence"],
     }
+
+
+def _labels_per_document(Y_true, pooled: np.ndarray) -> np.ndarray:
+    """(n,) number of true labels of each document among the pooled categories."""
+    Y = sp.csr_matrix(Y_true, copy=True)
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    return np.bincount(np.repeat(np.arange(Y.shape[0]), np.diff(Y.indptr)), weights=pooled[Y.indices],
+                       minlength=Y.shape[0]).astype(np.int64)
+
+
+def _harmonic(m) -> np.ndarray:
+    """H_m = Σ_{j ≤ m} 1/j = ψ(m + 1) + γ, for (arrays of) non-negative integers m."""
+    return digamma(np.asarray(m, dtype=np.float64) + 1.0) + np.euler_gamma
+
+
+def _random_average_precision(n, n_pos) -> np.ndarray:
+    """E[AP] of a uniformly random order of n items with n_pos ≥ 1 positives:
+    (1/n)[H_n + (P − 1)/(n − 1)·(n − H_n)] (from E[rel_i rel_j] = P(P − 1)/(n(n − 1)))."""
+    n, P = np.asarray(n, dtype=np.float64), np.asarray(n_pos, dtype=np.float64)
+    h = _harmonic(n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pairs = np.where(n > 1, (P - 1) / np.where(n > 1, n - 1, 1) * (n - h), 0.0)
+        return np.where(P > 0, (h + pairs) / n, np.nan)
+
+
+def _baselines(n_pos: np.ndarray, n: int, evaluable: np.ndarray, pooled: np.ndarray, q: np.ndarray,
+               labels: np.ndarray, top_k: int) -> dict:
+    """The ``always_no`` and ``prevalence_random`` baselines (module docstring) with the summary's keys."""
+    nan = float("nan")
+    n_neg = n - n_pos
+    pi = n_pos / n if n else np.full(n_pos.shape, np.nan)
+    K_pool = int(pooled.sum())
+    P_pool, N_pool = int(n_pos[pooled].sum()), int(n_neg[pooled].sum())
+    ranked = n > 0 and K_pool > 0
+    between = (labels > 0) & (labels < K_pool)  # documents whose label ranking means something
+
+    def macro(values) -> float:
+        return float(np.mean(np.asarray(values, dtype=np.float64)[evaluable])) if evaluable.any() else nan
+
+    def micro(tp, fp, fn) -> dict:
+        tp, fp, fn = (float(np.sum(v[pooled])) for v in (tp, fp, fn))
+        return {"micro_f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
+                "micro_precision": tp / (tp + fp) if tp + fp else 0.0,
+                "micro_recall": tp / (tp + fn) if tp + fn else 0.0}
+
+    def decision_metrics(tp, fp, fn) -> dict:
+        micro_values = micro(tp, fp, fn)
+        return {"macro_f1": macro(_ratio(2 * tp, 2 * tp + fp + fn)), "micro_f1": micro_values["micro_f1"],
+                "macro_precision": macro(_ratio(tp, tp + fp)), "micro_precision": micro_values["micro_precision"],
+                "macro_recall": macro(_ratio(tp, tp + fn)), "micro_recall": micro_values["micro_recall"],
+                "mean_accuracy": macro((n - fp - fn) / max(n, 1))}
+
+    chance_auc = 0.5 if P_pool and N_pool else nan
+    zero = np.zeros(n_pos.shape)
+    first_k = np.flatnonzero(pooled)[:top_k]  # the top k of tied scores: the lowest indices
+    always_no = {
+        "macro_auc": macro(np.full(n_pos.shape, 0.5)), "micro_auc": chance_auc,
+        **decision_metrics(zero, zero, n_pos.astype(np.float64)),
+        "mean_expected_accuracy": macro(1 - pi), "mean_log_loss": macro(np.where(pi > 0, np.inf, 0.0)),
+        "mean_brier": macro(pi),
+        "n_no_positive_predictions": int(evaluable.sum()),
+        "macro_average_precision": macro(pi),
+        "micro_average_precision": P_pool / (n * K_pool) if ranked and P_pool else nan,
+        "precision_at_k": float(n_pos[first_k].sum() / (n * top_k)) if ranked else nan,
+        "label_ranking_average_precision": float(np.where(between, labels / max(K_pool, 1), 1.0).mean())
+        if ranked else nan,
+        "coverage_error": float(np.where(labels > 0, K_pool, 0).mean()) if ranked else nan,
+        "label_ranking_loss": float(between.mean()) if ranked else nan,
+    }
+
+    expected_accuracy = pi * q + (1 - pi) * (1 - q)
+    h_K = float(_harmonic(K_pool))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lrap = np.where(between, (h_K + (labels - 1) / max(K_pool - 1, 1) * (K_pool - h_K)) / max(K_pool, 1), 1.0)
+        coverage = np.where(labels > 0, labels * (K_pool + 1) / (labels + 1), 0.0)
+    prevalence_random = {
+        "macro_auc": macro(np.full(n_pos.shape, 0.5)), "micro_auc": chance_auc,
+        **decision_metrics(q * n_pos, q * n_neg, (1 - q) * n_pos),
+        "mean_expected_accuracy": macro(expected_accuracy),
+        "mean_log_loss": macro(-xlogy(pi, q) - xlogy(1 - pi, 1 - q)),
+        "mean_brier": macro(pi * (1 - q) ** 2 + (1 - pi) * q ** 2),
+        "n_no_positive_predictions": float(np.sum((1 - q[evaluable]) ** n)),
+        "macro_average_precision": macro(_random_average_precision(n, n_pos)),
+        "micro_average_precision": float(_random_average_precision(n * K_pool, P_pool)) if ranked else nan,
+        "precision_at_k": float(labels.mean() * min(top_k, K_pool) / (K_pool * top_k)) if ranked else nan,
+        "label_ranking_average_precision": float(lrap.mean()) if ranked else nan,
+        "coverage_error": float(coverage.mean()) if ranked else nan,
+        "label_ranking_loss": float(0.5 * between.mean()) if ranked else nan,
+    }
+    return {"always_no": always_no, "prevalence_random": prevalence_random}

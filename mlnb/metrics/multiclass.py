@@ -54,7 +54,17 @@ over those labels) of the argmax decision's per-class values (``mean_accuracy``
 is one-vs-rest accuracy); ``macro_auc`` is sklearn's one-vs-rest macro AUC;
 ``micro_auc`` pools every (document, class) pair ranked by L; ``mean_log_loss``,
 ``mean_brier``, ``mean_expected_accuracy`` are the one-vs-rest binary ones of
-P(k|x); ``precision_at_k`` = (top-k hits)/k with ties to the lower index.
+P(k|x); ``precision_at_k`` = (top-k hits)/k with ties to the lower index; the
+average precision and example-based ranking keys rank the classes by L.
+
+``probability_scores``, ``exclude`` and ``train_prevalence`` are passed to
+``evaluate`` (calibrated class log-odds for the probability metrics and, here,
+for ``log_loss``; classes left out of the one-vs-rest averages and pools; the
+training class shares of the baselines). The baselines are ``evaluate``'s, of
+the one-vs-rest metrics — for an argmax classifier that draws its class with
+the shares q, each class is still decided with probability q_k, so
+``prevalence_random``'s expected counts hold — plus its single-label
+``accuracy`` = Σ π_k q_k and ``log_loss`` = −Σ π_k log q_k (π the test shares).
 """
 
 from __future__ import annotations
@@ -63,10 +73,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
+from scipy.special import logsumexp, xlogy
 
 from mlnb.errors import MlnbError
-from mlnb.metrics.evaluation import Evaluation, _ratio, _summary, evaluate
+from mlnb.metrics.evaluation import POOLED_KEYS, Evaluation, _ratio, _summary, caller_exclusions, evaluate
 
 #: rows per block in ``class_log_odds`` (bounds its temporaries, whatever n)
 BLOCK_ROWS = 8192
@@ -182,14 +192,21 @@ def top_k_hits(y: np.ndarray, J: np.ndarray, k: int) -> np.ndarray:
 
 
 def evaluate_multiclass(Y_true, J, class_names=None, threshold: float = 0.5, roc_points: int = 101,
-                        curve_categories=None, top_k: int = 2,
-                        n_threads: int | None = None) -> MulticlassEvaluation:
+                        curve_categories=None, top_k: int = 2, n_threads: int | None = None, *,
+                        probability_scores=None, exclude=None,
+                        train_prevalence=None) -> MulticlassEvaluation:
     """Every metric of a single-label model's joint scores ``J`` (n × K) against ``Y_true``.
 
     Y_true : (n,) class indices, or (n, K) one-hot, sparse or dense: exactly one class per row
     threshold : accepted so that one eval config serves both tasks; the multiclass decision
                 is the argmax, so it enters no metric
     top_k : k of ``top_k_accuracy`` and of ``precision_at_k``
+    probability_scores : (n × K) calibrated class log-odds for the one-vs-rest probability metrics
+                         and for ``log_loss`` (−mean log σ(probability_scores[i, y_i]))
+    exclude, train_prevalence : as ``evaluate``: classes left out of the macro averages and of the
+                                one-vs-rest micro pools (the document-level accuracy, balanced
+                                accuracy, weighted F1, log loss and top-k accuracy keep every
+                                class), and the training class shares for the baselines
     Other arguments as ``evaluate``; the module docstring gives the summary keys.
     """
     J = _check_joint(J)
@@ -197,7 +214,8 @@ def evaluate_multiclass(Y_true, J, class_names=None, threshold: float = 0.5, roc
     y = _true_classes(Y_true, n, K)  # (n,)
     one_hot = sp.csr_matrix((np.ones(n, dtype=np.int8), y, np.arange(n + 1)), shape=(n, K))
     base = evaluate(one_hot, class_log_odds(J), class_names, threshold=threshold, roc_points=roc_points,
-                    curve_categories=curve_categories, top_k=top_k, n_threads=n_threads)
+                    curve_categories=curve_categories, top_k=top_k, n_threads=n_threads,
+                    probability_scores=probability_scores, exclude=exclude, train_prevalence=train_prevalence)
 
     predicted = J.argmax(axis=1)  # (n,) first maximum, as np.argmax / sklearn's predict
     confusion = np.bincount(y * K + predicted, minlength=K * K).reshape(K, K).astype(np.int64)
@@ -210,10 +228,15 @@ def evaluate_multiclass(Y_true, J, class_names=None, threshold: float = 0.5, roc
     table["f1"] = _ratio(2 * tp, 2 * tp + fp + fn)
 
     n_pos = table["n_pos"].to_numpy()
-    evaluable = (n_pos > 0) & (n_pos < n)
-    log_posterior = J[np.arange(n), y] - logsumexp(J, axis=1)  # (n,) log P(y_i | x_i)
-    summary = _summary(table, evaluable, base.summary["micro_auc"]) | {
-        "precision_at_k": base.summary["precision_at_k"],
+    evaluable = (table["excluded"] == "").to_numpy()
+    pooled = np.ones(K, dtype=bool)
+    pooled[list(caller_exclusions(exclude, K))] = False
+    if probability_scores is None:
+        log_posterior = J[np.arange(n), y] - logsumexp(J, axis=1)  # (n,) log P(y_i | x_i)
+    else:  # log σ(u) = −softplus(−u) of the calibrated class log-odds u of the true class
+        log_posterior = -np.logaddexp(0.0, -np.asarray(probability_scores, dtype=np.float64)[np.arange(n), y])
+    carried = {key: base.summary[key] for key in (*POOLED_KEYS, "baseline_prevalence")}
+    summary = _summary(table, evaluable, pooled, carried) | {
         "accuracy": float(tp.sum() / n) if n else float("nan"),
         "balanced_accuracy": float(table["recall"][n_pos > 0].mean()),
         "weighted_f1": float((n_pos * table["f1"].to_numpy()).sum() / n) if n else float("nan"),
@@ -221,7 +244,13 @@ def evaluate_multiclass(Y_true, J, class_names=None, threshold: float = 0.5, roc
         "top_k_accuracy": float(top_k_hits(y, J, top_k).mean()) if n else float("nan"),
         "n_classes": int(K), "task": "multiclass",
     }
+    baselines = {name: dict(values) for name, values in base.baselines.items()}
+    q = table["prevalence"].to_numpy() if train_prevalence is None else np.asarray(train_prevalence, float)
+    pi = table["prevalence"].to_numpy()
+    # a random class drawn with the training shares q: right with probability Σ π_k q_k
+    baselines["prevalence_random"] |= {"accuracy": float(np.sum(pi * q)),
+                                       "log_loss": float(-np.sum(xlogy(pi, q)))}
     inherited = {f.name: getattr(base, f.name) for f in fields(Evaluation)}
-    return MulticlassEvaluation(**inherited | {"per_category": table, "summary": summary},
+    return MulticlassEvaluation(**inherited | {"per_category": table, "summary": summary, "baselines": baselines},
                                 confusion=confusion, predicted=predicted, true=y)
 

@@ -15,7 +15,8 @@ for each score column r (one classifier):
     S01[r, s]  = 1/(n−1) Σ_j (V01^r(Y_j) − AUC^r)(V01^s(Y_j) − AUC^s)
     S          = S10 / m + S01 / n                 (covariance of the AUCs)
 
-and for two columns a, b (the contrast c = (1, −1)):
+(for a single column, S is the variance of one AUC: ``uncertainty.auc_confidence_intervals``
+builds its intervals from it) and for two columns a, b (the contrast c = (1, −1)):
 
     var(AUC_a − AUC_b) = c'Sc = S[a,a] + S[b,b] − 2 S[a,b]
     z = (AUC_a − AUC_b) / sqrt(var),    p = 2 Φ(−|z|)   (two-sided, normal)

@@ -46,13 +46,17 @@ def _models_markdown(result) -> list[str]:
         spec = result.config.models[run.name]
         defaults = dataclasses.asdict(type(spec.options)())
         changed = [f"{k} = {toml_value(v)}" for k, v in dataclasses.asdict(spec.options).items() if v != defaults[k]]
+        rule = spec.decision or result.config.eval.decision
+        decided = ("" if result.config.task == "multiclass" else
+                   f"; decides by `{rule}`" + (f", calibrated by `{result.config.eval.calibration}`"
+                                                if result.config.eval.calibration != "none" else ""))
         lines.append(f"- **{run.name}** — {run.label}; kind `{spec.kind}`"
-                     + (f", {', '.join(changed)}" if changed else "") + " (other options at their defaults; "
-                     "`config.toml` has all)")
+                     + (f", {', '.join(changed)}" if changed else "") + decided + " (other options at their "
+                     "defaults; `config.toml` has all)")
     return lines + [""]
 
 
-def _untrainable_line(run, names) -> str | None:
+def _untrainable_line(run, names, policy: str = "keep") -> str | None:
     untrainable = getattr(run.model, "untrainable_categories_", np.empty(0, dtype=int))
     if len(untrainable) == 0:
         return None
@@ -60,6 +64,9 @@ def _untrainable_line(run, names) -> str | None:
     by_prior = weights is not None and all(not np.any(weights[:, k]) for k in untrainable)
     what = ("score by their prior only" if by_prior else
             "were trained anyway: their scores carry no information about the category")
+    what += {"exclude": "; they are left out of every average and comparison (eval.untrainable = 'exclude')",
+             "prior": "; the study replaced their scores by the training prior (eval.untrainable = 'prior')",
+             "keep": ""}[policy]
     return (f"- {run.name}: {len(untrainable)} categories had no positive (or no negative) training document "
             f"and {what}: {', '.join(names[k] for k in untrainable)}")
 
@@ -71,15 +78,127 @@ def _summary_preamble(result) -> list[str]:
                 "come from that decision. Per-class ROC, AUC and lift rank documents by each class's log-odds "
                 "against the rest (J_k − logsumexp of the others), never by saturated posteriors; macro AUC is "
                 f"one-vs-rest over the classes with test documents; top-k accuracy with k = {result.config.eval.top_k}."]
-    return ["Rank metrics (AUC) come from the models' decision scores (log-odds), never from probabilities; "
-            "macro averages are over the categories with at least one positive and one negative test document. "
-            f"Thresholded metrics (F1, accuracy) cut every category at probability {result.config.eval.threshold:g}."]
+    ev = result.config.eval
+    rule = {"fixed": f"cut every category at probability {ev.threshold:g}",
+            "scut": f"use per-category thresholds maximising validation {ev.decision_metric} (SCut)",
+            "scutfbr": f"use SCut thresholds, or the rank-{ev.fbr_rank} score where the best validation F1 is below "
+                       f"{ev.fbr:g} (SCutFBR)",
+            "pcut": "give each category its training share of the test documents (PCut)",
+            "rcut": f"take the {ev.rcut_k} best categories of each document (RCut)"}[ev.decision]
+    learned = (f" Thresholds and calibration learn on held-out training documents ({ev.validation}), never on "
+               "the test part; `decisions.csv` has every threshold." if ev.decision in ("scut", "scutfbr") or
+               ev.calibration != "none" else "")
+    return ["Rank metrics (AUC, average precision) come from the models' decision scores (log-odds), never from "
+            "probabilities; macro averages are over the categories with at least one positive and one negative "
+            f"test document. Thresholded metrics (F1, accuracy) {rule} (a model's own `decision` may differ).{learned}"]
+
+
+def _interval(run, metric: str) -> str:
+    low_high = run.intervals.get(metric)
+    return f" [{low_high[0]:.4f}, {low_high[1]:.4f}]" if low_high else ""
+
+
+def _verdict(comparison) -> str:
+    """One sentence on a compared pair: who ranks better per category, how often, how sure."""
+    counts, sign = comparison.counts(), comparison.sign
+    a, b = comparison.name_a, comparison.name_b
+    tested = sign.wins + sign.losses
+    if tested == 0:
+        return f"- {a} against {b}: no category could be compared."
+    leader, wins = (a, sign.wins) if sign.wins >= sign.losses else (b, sign.losses)
+    significant = (f"significantly (DeLong, Holm at {comparison.alpha:g}) higher for {a} in "
+                   f"{counts['a_significantly_better']} and for {b} in {counts['b_significantly_better']}")
+    if sign.p_value < 0.05:
+        sure = "clearly" if sign.p_value < 0.01 else "probably"
+        verdict = f"{leader} ranks {sure} better — its AUC is higher in {wins} of {tested} categories"
+    else:
+        verdict = (f"no clear winner in ranking — {leader}'s AUC is higher in {wins} of {tested} categories, "
+                   "no more than chance would give")
+    line = f"- {a} against {b}: {verdict} (sign test p = {sign.p_value:.2g}); {significant}."
+    if comparison.mcnemar is not None:
+        m = comparison.mcnemar
+        line += (f" Accuracy: only {a} right on {m.b} documents, only {b} on {m.c} "
+                 f"(McNemar p = {m.p_value:.2g}).")
+    return line
+
+
+def conclusion_lines(result) -> list[str]:
+    """The report's opening: which model is better on what, by how much, how sure — in words."""
+    ev = result.config.eval
+    multiclass = result.config.task == "multiclass"
+    level = f"{ev.confidence:.0%}"
+    lines = ["## Conclusion", ""]
+    key, what = ("macro_auc", "macro AUC (one-vs-rest)") if multiclass else ("macro_auc", "macro AUC")
+    ranked = sorted(result.models, key=lambda run: -run.evaluation.summary[key]
+                    if run.evaluation.summary[key] == run.evaluation.summary[key] else np.inf)
+    if ranked:
+        best = ranked[0]
+        others = "; ".join(f"{run.name} {run.evaluation.summary[key]:.4f}{_interval(run, key)}" for run in ranked[1:])
+        lines.append(f"- Ranking: **{best.name}** has the highest {what}, {best.evaluation.summary[key]:.4f}"
+                     f"{_interval(best, key)}" + (f" (then {others})" if others else "") +
+                     (f"; brackets: {level} bootstrap intervals over test documents." if best.intervals else "."))
+    decide, dkey = ("the most probable class", "micro_f1") if multiclass else (None, "micro_f1")
+    if not multiclass:
+        rules = {run.name: (result.config.models[run.name].decision or ev.decision) for run in result.models}
+        decide = ", ".join(sorted(set(rules.values())))
+        decide = f"decision rule {decide}" + (f" (threshold {ev.threshold:g})" if "fixed" in rules.values() else "")
+    by_f1 = sorted(result.models, key=lambda run: -np.nan_to_num(run.evaluation.summary[dkey], nan=-1))
+    baselines = result.models[0].evaluation.baselines if result.models else {}
+    random_f1 = baselines.get("prevalence_random", {}).get(dkey)
+    name = "accuracy (micro F1)" if multiclass else "micro F1"
+    lines.append(f"- Decisions ({decide}): **{by_f1[0].name}** has the highest {name}, "
+                 f"{by_f1[0].evaluation.summary[dkey]:.4f}{_interval(by_f1[0], dkey)}; "
+                 + "; ".join(f"{run.name} {run.evaluation.summary[dkey]:.4f}" for run in by_f1[1:])
+                 + (f". Guessing each category at its training rate would score {random_f1:.4f}." if random_f1 is not None
+                    else "."))
+    ranking_only = [run.name for run in result.models if not getattr(run.model, "scores_are_log_odds", True)]
+    if ranking_only and not multiclass and ev.decision == "fixed":
+        lines.append(f"- {', '.join(ranking_only)}: ranking scores, not probabilities — at a probability cut their "
+                     "decisions mean nothing; compare them by AUC, or decide with a rank rule (scut, scutfbr, "
+                     "pcut, rcut) or after calibration.")
+    silent = [f"{run.name} ({run.evaluation.summary['n_no_positive_predictions']:.0f})" for run in result.models
+              if run.evaluation.summary.get("n_no_positive_predictions")]
+    if silent and not multiclass:
+        advice = ("; a per-category rule (eval.decision = 'scut' or 'scutfbr') usually changes that"
+                  if ev.decision == "fixed" else "")
+        lines.append(f"- Categories with no positive decision at all: {', '.join(silent)} — their F1 is 0{advice}.")
+    lines += [_verdict(comparison) for comparison in result.comparisons]
+    if len(result.untrainable):
+        what = {"exclude": "are left out of every average and comparison",
+                "prior": "are scored by their training prior in every model",
+                "keep": "are kept as each model scored them (their scores carry no information)"}[ev.untrainable]
+        lines.append(f"- {len(result.untrainable)} categories have no positive (or no negative) training document "
+                     f"and {what} (eval.untrainable = '{ev.untrainable}').")
+    return lines + [""]
+
+
+def baselines_markdown(result) -> list[str]:
+    """The trivial baselines beside the models' summary metrics."""
+    if not result.models:
+        return []
+    from mlnb.report.tables import summary_columns
+
+    columns = {k: v for k, v in summary_columns(result.config.task).items() if k in result.models[0].evaluation.summary}
+    rows = []
+    for name, values in result.models[0].evaluation.baselines.items():
+        rows.append("| " + " | ".join([f"*{name.replace('_', ' ')}*"] + [_cell(values.get(k)) for k in columns]) + " |")
+    return ["Trivial baselines on the same test documents, for the table above (*always no*: every score −∞; "
+            "*prevalence random*: each category guessed at its training rate; expected values):", "",
+            "| | " + " | ".join(columns.values()) + " |", "|" + "---|" * (len(columns) + 1), *rows, ""]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "n/a"
+    value = float(value)
+    return "n/a" if value != value else ("∞" if value == np.inf else f"{value:.4f}")
 
 
 def study_markdown(result, plot_files: list[Path]) -> str:
     data = result.data
     report = result.config.report
     lines = [f"# mlnb study: {result.config.name}", "",
+             *conclusion_lines(result),
              f"Data: {data['name']}, {data['n_train']} training and {data['n_test']} test documents, "
              f"{data['n_features_used']} features ({data['feature_transform']}), "
              f"{data['n_categories']} categories, {data['mean_labels_per_document']:.2f} labels and "
@@ -88,13 +207,14 @@ def study_markdown(result, plot_files: list[Path]) -> str:
              *_models_markdown(result),
              "## Summary", "",
              *_summary_preamble(result),
-             "", markdown_table(summary_table(result)), ""]
-    excluded = result.models[0].evaluation.excluded
-    if len(excluded):
-        lines.append(f"- {len(excluded)} categories left out of the macro averages (no positive or no negative "
-                     f"test document): {', '.join(result.category_names[k] for k in excluded)}")
+             "", markdown_table(summary_table(result)), "", *baselines_markdown(result)]
+    table = result.models[0].evaluation.per_category
+    untestable = table.index[table["excluded"] == "no test positive or negative"] if "excluded" in table else []
+    if len(untestable):
+        lines.append(f"- {len(untestable)} categories left out of the macro averages (no positive or no negative "
+                     f"test document): {', '.join(result.category_names[k] for k in untestable)}")
     for run in result.models:
-        line = _untrainable_line(run, result.category_names)
+        line = _untrainable_line(run, result.category_names, result.config.eval.untrainable)
         if line:
             lines.append(line)
         if not getattr(run.model, "scores_are_log_odds", True):

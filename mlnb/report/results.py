@@ -29,7 +29,7 @@ from mlnb.report import plots
 from mlnb.report.folder import atomic_folder
 from mlnb.report.markdown import comparison_markdown, study_markdown
 from mlnb.report.provenance import json_safe, provenance
-from mlnb.report.tables import confusion_frame, curve_frames, markdown_table, metrics_frame
+from mlnb.report.tables import confusion_frame, curve_frames, decisions_frame, markdown_table, metrics_frame
 from mlnb.scores import SCORES_FILE, save_scores
 from mlnb.study import StudyResult
 
@@ -48,9 +48,14 @@ def _summary_json(result: StudyResult, command: str | None) -> dict:
             "score_seconds": run.score_seconds, "eval_seconds": run.eval_seconds, **run.evaluation.summary,
             "excluded_categories": [names[k] for k in run.evaluation.excluded],
             "untrainable_categories": [names[k] for k in untrainable],
+            "decision": None if run.decision is None else run.decision.rule,
+            "calibration": None if run.calibration is None else run.calibration.method,
+            "intervals": {metric: list(bounds) for metric, bounds in run.intervals.items()},
         }
+    baselines = result.models[0].evaluation.baselines if result.models else {}
     return {"name": result.config.name, "seed": result.config.seed, "task": result.config.task, "data": result.data,
-            "load_seconds": result.load_seconds, "models": models,
+            "load_seconds": result.load_seconds, "models": models, "baselines": baselines,
+            "confidence": result.config.eval.confidence,
             "comparisons": [comparison.summary() for comparison in result.comparisons],
             **provenance(command), "config": config_dict(result.config)}
 
@@ -96,6 +101,9 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
             comparison_frame(result.comparisons).to_csv(folder / "comparison.csv", index=False)
         if result.config.task == "multiclass":
             confusion_frame(result).to_csv(folder / "confusion.csv", index=False)
+        decisions = decisions_frame(result)
+        if decisions is not None:
+            decisions.to_csv(folder / "decisions.csv", index=False)
         if result.config.report.save_scores:
             save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
                         {run.name: run.label for run in result.models}, result.category_names,

@@ -37,9 +37,13 @@ def format_summary(result) -> str:
     first = result.models[0].evaluation.summary
     what = "classes have no test document" if result.config.task == "multiclass" else \
         "categories have no positive or no negative test document"
-    if first["n_excluded"]:
-        text += (f"\n{first['n_excluded']} of {first['n_categories']} {what}: AUC undefined, left out of the "
+    untestable = first.get("n_excluded_untestable", first["n_excluded"])
+    if untestable:
+        text += (f"\n{untestable} of {first['n_categories']} {what}: AUC undefined, left out of the "
                  "macro averages")
+    if first.get("n_excluded_by_caller"):
+        text += (f"\n{first['n_excluded_by_caller']} categories without a training positive (or negative) are left "
+                 "out of every average and comparison (eval.untrainable = 'exclude')")
     for comparison in result.comparisons:
         if comparison.mcnemar is not None:
             m = comparison.mcnemar
@@ -62,14 +66,34 @@ def confusion_frame(result) -> pd.DataFrame:
 
 
 def metrics_frame(result) -> pd.DataFrame:
-    """One row per model × category."""
+    """One row per model × category, with the DeLong interval of each AUC."""
     frames = []
     for run in result.models:
         table = run.evaluation.per_category.copy()
         table.insert(0, "model", run.name)
         table.insert(4, "train_pos", result.train_positives.astype(int))
+        if run.auc_intervals is not None:
+            position = table.columns.get_loc("auc") + 1
+            table.insert(position, "auc_low", run.auc_intervals[:, 0])
+            table.insert(position + 1, "auc_high", run.auc_intervals[:, 1])
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
+
+
+def decisions_frame(result) -> pd.DataFrame | None:
+    """Multilabel: every model's fitted decision rule (and calibration) per category."""
+    frames = []
+    for run in result.models:
+        if run.decision is None:
+            continue
+        table = run.decision.to_frame(result.category_names)
+        if run.calibration is not None and run.calibration.method != "none":
+            calibration = run.calibration.to_frame(result.category_names)
+            extra = [c for c in calibration.columns if c not in table.columns]
+            table = table.join(calibration[extra].add_prefix("calibration_"))
+        table.insert(0, "model", run.name)
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def curve_frames(result) -> tuple[pd.DataFrame, pd.DataFrame]:

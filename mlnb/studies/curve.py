@@ -12,7 +12,8 @@ regression to overtake it with more data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -60,6 +61,30 @@ def crossings(sizes: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[float]:
     return found
 
 
+def scheduled(config: StudyConfig, size: int, n_full: int) -> StudyConfig:
+    """The config for a training sample of ``size`` documents.
+
+    With ``curve.schedule = "fixed_updates"``, every minibatch model (options ``batch_size`` and
+    ``npasses``) makes as many updates as its full-size fit would, U = npasses·⌈n/B⌉: the batch
+    shrinks to B′ = min(B, max(10, ⌈size/10⌉)) so that even 100 documents give ten minibatches a
+    pass, and npasses′ = min(max_passes, ⌈U / ⌈size/B′⌉⌉). The same passes at every size would give
+    100 documents 2 updates and 781k documents 1,564: the curve would then measure the schedule,
+    not the data (the NB/LR crossing moved by 40% with batch size and passes).
+    """
+    if config.curve.schedule == "as_config" or size >= n_full:
+        return config
+    models = {}
+    for name, spec in config.models.items():
+        options = spec.options
+        if hasattr(options, "batch_size") and hasattr(options, "npasses"):
+            updates = options.npasses * math.ceil(n_full / options.batch_size)
+            batch = min(options.batch_size, max(10, math.ceil(size / 10)))
+            npasses = min(config.curve.max_passes, math.ceil(updates / math.ceil(size / batch)))
+            spec = replace(spec, options=replace(options, batch_size=batch, npasses=max(1, npasses)))
+        models[name] = spec
+    return replace(config, models=models)
+
+
 def run_curve(config: StudyConfig) -> CurveResult:
     dataset, features = prepare_data(config)
     X_all = features.transform(dataset.X)  # columns fixed by the full training part, rows sliced below
@@ -72,9 +97,13 @@ def run_curve(config: StudyConfig) -> CurveResult:
     for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
         sample = dataset.subsample_train(size, seed=config.seed * 1_000 + seed)
         X, Y = X_all[sample.train_index], dataset.Y[sample.train_index]
-        for run in run_models(config, X, Y, X_test, Y_test, dataset.category_names, curve_categories=[],
+        sized = scheduled(config, size, dataset.train_index.size)
+        for run in run_models(sized, X, Y, X_test, Y_test, dataset.category_names, curve_categories=[],
                               seed=config.seed * 1_000 + seed):
+            options = sized.models[run.name].options
             rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
+                         "batch_size": getattr(options, "batch_size", np.nan),
+                         "npasses": getattr(options, "npasses", np.nan),
                          **{m: run.evaluation.summary[m] for m in metrics}})
     table = pd.DataFrame(rows)
     means = table.groupby(["model", "size"])[list(metrics)].mean()

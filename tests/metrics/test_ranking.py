@@ -81,3 +81,60 @@ def test_log_odds_keep_the_ranking_that_saturated_probabilities_lose():
 def test_infinite_scores_tie_like_any_other_value():
     y, s = np.array([1, 0, 1, 0]), np.array([np.inf, np.inf, -np.inf, -np.inf])
     assert roc_auc(y, s) == 0.5
+
+
+def test_average_precision_equals_sklearn_with_ties(tied_scores):
+    from sklearn.metrics import average_precision_score
+
+    from mlnb.metrics.ranking import average_precision_from_curve
+
+    y, s = tied_scores
+    assert average_precision_from_curve(rank_curve(y, s)) == pytest.approx(average_precision_score(y, s),
+                                                                           abs=1e-12)
+    # by hand: scores 3 2 2 1 with labels 1 0 1 0: precision 1 at the first positive, 2/3 at the tie
+    assert average_precision_from_curve(rank_curve([1, 0, 1, 0], [3.0, 2.0, 2.0, 1.0])) == \
+        pytest.approx((1 + 2 / 3) / 2, abs=1e-15)
+    assert np.isnan(average_precision_from_curve(rank_curve([0, 0], [1.0, 2.0])))
+
+
+@pytest.fixture
+def label_matrix():
+    rng = np.random.default_rng(5)
+    Y = rng.random((300, 6)) < [0.5, 0.3, 0.2, 0.1, 0.6, 0.05]
+    Y[0], Y[1] = True, False  # every label, no label: the conventions of sklearn
+    scores = np.round(rng.normal(size=Y.shape) + Y, 0)  # few distinct values: many ties in a row
+    scores[2] = 0.0  # a row tied throughout
+    return Y, scores
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize("columns", [None, [0, 2, 3, 5]])
+def test_label_ranking_metrics_equal_sklearn_with_ties(label_matrix, use_numba, columns):
+    import scipy.sparse as sp
+    from sklearn.metrics import coverage_error, label_ranking_average_precision_score, label_ranking_loss
+
+    from mlnb.metrics.ranking import label_ranking_metrics
+
+    Y, s = label_matrix
+    cols = slice(None) if columns is None else columns
+    got = label_ranking_metrics(sp.csr_matrix(Y), s, columns, use_numba=use_numba)
+    assert got["label_ranking_average_precision"] == pytest.approx(
+        label_ranking_average_precision_score(Y[:, cols], s[:, cols]), abs=1e-12)
+    assert got["coverage_error"] == pytest.approx(coverage_error(Y[:, cols], s[:, cols]), abs=1e-12)
+    assert got["label_ranking_loss"] == pytest.approx(label_ranking_loss(Y[:, cols], s[:, cols]), abs=1e-12)
+    assert label_ranking_metrics(Y, s.astype(np.float32), columns, use_numba=use_numba) == pytest.approx(got)
+
+
+def test_label_ranking_metrics_by_hand():
+    from mlnb.metrics.ranking import label_ranking_metrics
+
+    # row 0: labels {0, 2}, scores 3 1 1 0 -> ranks 1 and 3 (tie with 1 counts against), L 1 and 2
+    # row 1: label {3}, every score tied -> rank 4
+    Y = np.array([[1, 0, 1, 0], [0, 0, 0, 1]])
+    s = np.array([[3.0, 1.0, 1.0, 0.0], [-np.inf, -np.inf, -np.inf, -np.inf]])
+    got = label_ranking_metrics(Y, s)
+    assert got["label_ranking_average_precision"] == pytest.approx(((1 + 2 / 3) / 2 + 1 / 4) / 2, abs=1e-15)
+    assert got["coverage_error"] == pytest.approx((3 + 4) / 2, abs=1e-15)  # labels scored ≥ the lowest true
+    # row 0: false 1 is tied with true 2 (a bad pair) of 2 × 2 pairs; row 1: all 3 pairs tied
+    assert got["label_ranking_loss"] == pytest.approx((1 / 4 + 3 / 3) / 2, abs=1e-15)
+    assert all(np.isnan(v) for v in label_ranking_metrics(Y, s, columns=[]).values())

@@ -1,6 +1,7 @@
 """Sweeps score settings on a validation split of the training part and never read the test part."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -34,6 +35,22 @@ def test_sweep_never_reads_the_test_part(small_corpus):
     assert len(result.table) == 4 and result.model == "nb"
     assert result.best["auc"] == result.table["auc"].max()
     assert result.n_fit + result.n_validation == small_corpus.train_index.size
+
+
+@pytest.mark.parametrize("decide", [["eval.decision=scutfbr"], ["eval.decision=scut", "eval.validation=kfold",
+                                                                 "eval.folds=3"], ["eval.calibration=platt"]])
+def test_decision_rules_and_calibration_never_read_the_test_part(small_corpus, decide):
+    """Thresholds and calibration learn from held-out training documents: NaN in every test document
+    changes nothing, in a sweep (the validation part is its evaluation set) as in a run."""
+    X = small_corpus.X.copy()
+    test_rows = np.isin(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), small_corpus.test_index)
+    X.data[test_rows] = np.nan
+    poisoned = Dataset(X=X, Y=small_corpus.Y, category_names=small_corpus.category_names,
+                       train_index=small_corpus.train_index, test_index=small_corpus.test_index)
+    config = load_config(None, decide + ["models.lr.npasses=1"])
+    clean = run_sweep(config, ["models.nb.alpha=0.1,1.0"], dataset=small_corpus)
+    dirty = run_sweep(config, ["models.nb.alpha=0.1,1.0"], dataset=poisoned)
+    pd.testing.assert_frame_equal(clean.table.drop(columns="fit_seconds"), dirty.table.drop(columns="fit_seconds"))
 
 
 def test_validation_split_is_inside_the_training_part(small_corpus):

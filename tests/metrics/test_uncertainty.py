@@ -1,0 +1,142 @@
+"""Bootstrap intervals against brute-force resampling with sklearn; DeLong intervals of one AUC
+against a hand-worked case and the textbook components."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.stats import norm
+from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
+
+from mlnb.errors import MlnbError
+from mlnb.metrics import auc_confidence_intervals, bootstrap_intervals, bootstrap_replicates, evaluate
+from mlnb.metrics.uncertainty import BOOTSTRAP_METRICS, bootstrap_indices
+
+
+@pytest.fixture
+def small():
+    rng = np.random.default_rng(1)
+    Y = rng.random((60, 5)) < [0.5, 0.3, 0.1, 0.05, 0.5]
+    scores = np.round(rng.normal(size=Y.shape) + Y, 1)  # ties within categories and across the pool
+    return Y, scores
+
+
+def _brute_force(Y, scores, D, idx, pooled):
+    """Every bootstrap metric of one resample, recomputed from the resampled rows with sklearn."""
+    y, s, d = Y[idx], scores[idx], D[idx]
+    evaluable = [k for k in pooled if 0 < y[:, k].sum() < len(idx)]
+    f1 = f1_score(y, d, average=None, zero_division=0)
+    precision = precision_score(y, d, average=None, zero_division=0)
+    recall = recall_score(y, d, average=None, zero_division=0)
+    return {"macro_auc": np.mean([roc_auc_score(y[:, k], s[:, k]) for k in evaluable]),
+            "micro_auc": roc_auc_score(y[:, pooled].ravel(), s[:, pooled].ravel()),
+            "macro_f1": f1[evaluable].mean(), "micro_f1": f1_score(y[:, pooled], d[:, pooled], average="micro"),
+            "macro_precision": precision[evaluable].mean(),
+            "micro_precision": precision_score(y[:, pooled], d[:, pooled], average="micro", zero_division=0),
+            "macro_recall": recall[evaluable].mean(),
+            "micro_recall": recall_score(y[:, pooled], d[:, pooled], average="micro")}
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize("case", ["threshold", "decisions", "exclude"])
+def test_replicates_equal_brute_force_resampling(small, use_numba, case):
+    Y, scores = small
+    D = scores >= 0.5 if case == "decisions" else scores >= 0.0
+    exclude = [1] if case == "exclude" else None
+    pooled = [0, 2, 3, 4] if case == "exclude" else [0, 1, 2, 3, 4]
+    got = bootstrap_replicates(sp.csr_matrix(Y), scores, decisions=sp.csr_matrix(D) if case == "decisions" else None,
+                               metrics=BOOTSTRAP_METRICS, n_boot=25, seed=3, exclude=exclude, use_numba=use_numba)
+    expected = [_brute_force(Y, scores, D, idx, pooled) for idx in bootstrap_indices(60, 25, 3)]
+    for metric in BOOTSTRAP_METRICS:
+        np.testing.assert_allclose(got[metric], [e[metric] for e in expected], rtol=0, atol=1e-9, err_msg=metric)
+    intervals = bootstrap_intervals(Y, scores, decisions=D if case == "decisions" else None,
+                                    metrics=BOOTSTRAP_METRICS, n_boot=25, seed=3, level=0.9, exclude=exclude)
+    for metric in BOOTSTRAP_METRICS:
+        low, high = np.percentile([e[metric] for e in expected], [5, 95])
+        assert intervals[metric] == pytest.approx((low, high), abs=1e-9), metric
+
+
+def test_bootstrap_indices_are_the_documented_draws():
+    rng = np.random.default_rng(7)
+    for idx in bootstrap_indices(50, 4, seed=7):
+        np.testing.assert_array_equal(idx, rng.integers(0, 50, size=50))
+
+
+def test_replicates_are_evaluate_on_the_resampled_documents(small):
+    Y, scores = small
+    got = bootstrap_replicates(Y, scores, metrics=BOOTSTRAP_METRICS, n_boot=3, seed=5)
+    for b, idx in enumerate(bootstrap_indices(60, 3, 5)):
+        summary = evaluate(Y[idx], scores[idx]).summary
+        for metric in BOOTSTRAP_METRICS:
+            assert got[metric][b] == pytest.approx(summary[metric], abs=1e-12), metric
+
+
+def test_intervals_are_seeded_and_contain_the_estimate():
+    rng = np.random.default_rng(0)
+    Y = rng.random((2000, 12)) < np.geomspace(0.3, 0.01, 12)
+    scores = rng.normal(size=Y.shape) + 1.5 * Y - 2
+    first = bootstrap_intervals(Y, scores, n_boot=100, seed=4)
+    assert bootstrap_intervals(Y, scores, n_boot=100, seed=4) == first
+    assert bootstrap_intervals(Y, scores, n_boot=100, seed=5) != first
+    summary = evaluate(Y, scores).summary
+    for metric, (low, high) in first.items():
+        assert low < summary[metric] < high, metric
+    wider = bootstrap_intervals(Y, scores, n_boot=100, seed=4, level=0.99)
+    assert all(wider[m][0] <= first[m][0] and wider[m][1] >= first[m][1] for m in first)
+
+
+def test_bootstrap_checks_its_arguments(small):
+    Y, scores = small
+    with pytest.raises(MlnbError, match="bootstrap metrics \\['weighted_f1'\\] unknown"):
+        bootstrap_intervals(Y, scores, metrics=("macro_auc", "weighted_f1"))
+    with pytest.raises(MlnbError, match="level must be in \\(0, 1\\), got 95"):
+        bootstrap_intervals(Y, scores, level=95)
+    with pytest.raises(MlnbError, match="n_boot must be a positive integer"):
+        bootstrap_intervals(Y, scores, n_boot=0)
+    with pytest.raises(MlnbError, match="decisions must hold only 0/1"):
+        bootstrap_intervals(Y, scores, decisions=scores)
+
+
+def _delong_variance_naive(y, s):
+    """var(AUC) = var(V10)/m + var(V01)/n straight from ψ over all positive × negative pairs."""
+    x, w = s[y == 1], s[y == 0]
+    psi = (x[:, None] > w[None, :]) + 0.5 * (x[:, None] == w[None, :])
+    return psi.mean(), np.var(psi.mean(axis=1), ddof=1) / x.size + np.var(psi.mean(axis=0), ddof=1) / w.size
+
+
+def test_auc_interval_by_hand():
+    # 4 positives (2, 1, 3, 0) and 5 negatives (1, -1, 0, 1, -2): V10 = (1, .8, 1, .5), V01 = (.625, 1,
+    # .875, .625, 1), AUC = .825, var = .1675/3/4 + .14375/4/5 = 203/9600
+    y = np.array([1, 0, 0, 1, 0, 1, 0, 1, 0])
+    a = np.array([2.0, 1.0, -1.0, 1.0, 0.0, 3.0, 1.0, 0.0, -2.0])
+    half = norm.ppf(0.975) * np.sqrt(203 / 9600)
+    np.testing.assert_allclose(auc_confidence_intervals(y, a), [[0.825 - half, 1.0]], atol=1e-12)  # clipped
+    half = norm.ppf(0.75) * np.sqrt(203 / 9600)
+    np.testing.assert_allclose(auc_confidence_intervals(y, a, level=0.5), [[0.825 - half, 0.825 + half]],
+                               atol=1e-12)
+
+
+def test_auc_intervals_equal_the_naive_delong_variance():
+    rng = np.random.default_rng(3)
+    Y = rng.random((400, 4)) < [0.3, 0.1, 0.0, 0.0]
+    Y[7, 2] = True  # a single positive
+    scores = np.round(rng.normal(size=Y.shape) + Y, 1)
+    got = auc_confidence_intervals(sp.csc_matrix(Y), scores, level=0.9)
+    z = norm.ppf(0.95)
+    for k in (0, 1):
+        auc, variance = _delong_variance_naive(Y[:, k], scores[:, k])
+        assert auc == pytest.approx(roc_auc_score(Y[:, k], scores[:, k]), abs=1e-12)
+        np.testing.assert_allclose(got[k], np.clip([auc - z * np.sqrt(variance), auc + z * np.sqrt(variance)], 0, 1),
+                                   atol=1e-12)
+    assert np.isnan(got[2]).all()  # a single positive: S10 undefined
+    assert np.isnan(got[3]).all()  # no positive
+
+
+def test_micro_auc_pieces_cut_at_ties():
+    # most pooled scores tied at the top: the pooled order is cut into pieces only at tie starts
+    rng = np.random.default_rng(0)
+    Y = rng.random((50, 8)) < 0.3
+    scores = np.where(rng.random(Y.shape) < 0.8, 5.0, rng.normal(size=Y.shape))
+    got = bootstrap_replicates(Y, scores, metrics=("micro_auc", "macro_auc"), n_boot=4, seed=1)
+    for b, idx in enumerate(bootstrap_indices(50, 4, 1)):
+        assert got["micro_auc"][b] == pytest.approx(roc_auc_score(Y[idx].ravel(), scores[idx].ravel()), abs=1e-12)
+        assert got["macro_auc"][b] == pytest.approx(roc_auc_score(Y[idx], scores[idx]), abs=1e-12)
