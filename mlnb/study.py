@@ -27,7 +27,7 @@ from mlnb.features import FeatureTransform
 from mlnb.calibration import fit_calibration
 from mlnb.decision import fit_decision_rule
 from mlnb.metrics.comparison import Comparison, compare_scores
-from mlnb.metrics.evaluation import Evaluation, evaluate
+from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
 from mlnb.metrics.significance import mcnemar_test
 from mlnb.metrics.uncertainty import auc_confidence_intervals, bootstrap_intervals
@@ -50,6 +50,7 @@ class ModelRun:
     calibration: object = None  # the fitted calibration, or None
     probability_scores: object = None  # (n_eval, K) calibrated log-odds, or None
     decisions: object = None  # (n_eval, K) 0/1 decisions (multilabel)
+    uncalibrated: object = None  # the reliability table of the scores before calibration, or None
     intervals: dict = field(default_factory=dict)  # summary metric -> (low, high), bootstrap
     auc_intervals: object = None  # (K, 2) DeLong intervals of each category's AUC
     scores: np.ndarray = None  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
@@ -184,7 +185,7 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
         score_seconds = time.perf_counter() - started
         started = time.perf_counter()
         rule_name = spec.decision or ev.decision
-        decision = calibration = probability_scores = decisions = None
+        decision = calibration = probability_scores = decisions = uncalibrated = None
         exclude = untrainable if ev.untrainable == "exclude" else None
         if not multiclass:
             if ev.untrainable == "prior":
@@ -204,6 +205,7 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
             if ev.calibration != "none":
                 calibration = fit_calibration(ev.calibration, *validation)
                 probability_scores = calibration.transform(scores)
+                uncalibrated = reliability_table(Y_eval, scores)
             # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
             cut_scores = probability_scores if (rule_name == "fixed" and calibration is not None) else scores
             rule_validation = validation
@@ -226,7 +228,7 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
                              fit_seconds=fit_seconds[name], score_seconds=score_seconds,
                              eval_seconds=time.perf_counter() - started, evaluation=evaluation, scores=scores,
                              decision=decision, calibration=calibration, probability_scores=probability_scores,
-                             decisions=decisions))
+                             decisions=decisions, uncalibrated=uncalibrated))
     return runs
 
 

@@ -367,6 +367,14 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
 
 
+def reliability_table(Y_true, scores: np.ndarray) -> pd.DataFrame:
+    """The reliability bins (count, mean predicted probability, observed rate) of log-odds ``scores``
+    over every (document, category) pair: the same table ``evaluate`` makes, for other scores (e.g.
+    a model's scores before calibration)."""
+    _, reliability = pointwise_sums(Y_true, np.asarray(scores), 0.0, CALIBRATION_BINS)
+    return _calibration_table(reliability)
+
+
 def _calibration_table(reliability) -> pd.DataFrame:
     """(3, B) summed [count, Σp, Σy] per bin -> one row per bin of predicted probability."""
     edges = np.linspace(0.0, 1.0, CALIBRATION_BINS + 1)

@@ -153,9 +153,10 @@ def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
 
 def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
     """AUC of model b (x) against model a (y) per category, coloured by training positives (log scale)."""
-    x, y = comparison.table["auc_b"].to_numpy(), comparison.table["auc_a"].to_numpy()
+    table = comparison.table[comparison.table["difference"].notna()]  # tested categories only (not excluded)
+    x, y = table["auc_b"].to_numpy(), table["auc_a"].to_numpy()
     fig, ax = plt.subplots(figsize=(6, 5.5))
-    positives = np.maximum(np.asarray(comparison.table["train_pos"]), 1)
+    positives = np.maximum(np.asarray(table["train_pos"]), 1)
     points = ax.scatter(x, y, c=np.log10(positives), cmap="viridis", s=18, edgecolor="k", lw=0.3)
     low = np.nanmin(np.r_[x, y, 1.0])
     low = max(0.0, min(low, 0.5) - 0.02) if np.isfinite(low) else 0.0
@@ -184,12 +185,20 @@ def calibration(result: StudyResult, path: Path) -> Path:
     for i, run in enumerate(shown):
         table = run.evaluation.calibration
         summary = run.evaluation.summary
+        calibrated = f", {run.calibration.method}-calibrated" if run.uncalibrated is not None else ""
         top.plot(table["mean_predicted"], table["observed_rate"], "-o", color=colors[run.name], ms=4,
-                 label=f"{run.name}: Brier {summary['mean_brier']:.4f}, log loss {summary['mean_log_loss']:.4f}")
+                 label=f"{run.name}{calibrated}: Brier {summary['mean_brier']:.4f}, log loss "
+                       f"{summary['mean_log_loss']:.4f}")
+        if run.uncalibrated is not None:  # the same model before calibration, for comparison
+            before = run.uncalibrated
+            top.plot(before["mean_predicted"], before["observed_rate"], ":", marker="x", color=colors[run.name],
+                     ms=4, lw=1, alpha=0.8, label=f"{run.name} before calibration")
         bottom.bar(table["lower"] + (i + 0.75) * width, table["count"], width=width, color=colors[run.name],
                    alpha=0.8)
     top.set_ylabel("observed share of positives")
-    top.set_title("Calibration (reliability) over all document-category pairs", fontsize=10)
+    top.set_title("Calibration (reliability) over all document-category pairs"
+                  + ("\ndotted: the same models before calibration" if any(run.uncalibrated is not None for run in shown) else ""),
+                  fontsize=10)
     top.set_xlim(0, 1)
     top.set_ylim(0, 1)
     top.grid(alpha=0.3)

@@ -148,12 +148,22 @@ def write_sweep(sweep, root: str | Path = "results") -> Path:
                                [("sweep.png", lambda path: plots.sweep_plot(sweep, path))])
 
 
+def _schedule_line(curve) -> str:
+    if curve.config.curve.schedule == "as_config":
+        return ("Minibatch models train with the config's batch size and passes at every size "
+                "(curve.schedule = 'as_config'): small samples get few updates.")
+    return ("Minibatch models keep the number of updates of their full-size fit at every size "
+            "(curve.schedule = 'fixed_updates': batch ≤ a tenth of the sample, at least 10; passes raised to "
+            f"match, at most {curve.config.curve.max_passes}; `curve.csv` has each size's batch_size and npasses), "
+            "so that the curve measures the data, not the schedule.")
+
+
 def write_curve(curve, root: str | Path = "results") -> Path:
     means = curve.table.groupby(["model", "size"])[list(curve.metrics)].mean().reset_index()
     lines = [f"# mlnb learning curve: {curve.config.name}", "",
              f"Mean test metrics over {curve.table['seed'].nunique()} training samples per size. Models: "
              + "; ".join(f"{name} = {label}" for name, label in curve.labels.items()) + ".", "",
-             markdown_table(means.set_index("model")), ""]
+             markdown_table(means.set_index("model")), "", _schedule_line(curve), ""]
     for pair, found in curve.crossings.items():
         lines += [f"Where the mean curves of {pair.replace('-vs-', ' and ')} cross:", ""]
         for metric, sizes in found.items():
