@@ -471,6 +471,10 @@ def _check_study(config: StudyConfig, origin: str) -> None:
             raise MlnbError(f"{origin}: models.{spec.name}: {error}") from None
     if config.task == "multiclass":
         _check_multiclass_data(config, origin)
+    rules = {config.eval.decision} | {spec.decision for spec in models if spec.decision}
+    if config.eval.decision_metric != "f1" and "scutfbr" in rules:
+        raise MlnbError(f"{origin}: eval.decision_metric = {config.eval.decision_metric!r} with scutfbr: its fallback "
+                        "is defined on a low F-score; use decision_metric = 'f1' or scut")
     if config.sweep.model != "auto" and config.sweep.model not in names:
         raise MlnbError(f"{origin}: sweep.model = {config.sweep.model!r}: expected 'auto' or an enabled model "
                         f"({', '.join(names)}); {why(config.sweep.model)}")
@@ -487,6 +491,9 @@ def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
             spec.decision not in ("", "fixed") for spec in config.study_models()):
         raise MlnbError(f"{origin}: task = 'multiclass' decides by the most probable class: eval.decision (and "
                         "every model's decision) must be 'fixed' and eval.calibration 'none'")
+    if config.eval.untrainable == "prior":
+        raise MlnbError(f"{origin}: eval.untrainable = 'prior' replaces one-vs-rest scores; with task = 'multiclass' "
+                        "use 'exclude' or 'keep'")
     if data.source == "text" and data.text.labels != "single":
         raise MlnbError(f"{origin}: data.text.labels = {data.text.labels!r}: task = 'multiclass' needs 'single'")
     if data.source == "text" and data.text.negative_labels:

@@ -20,7 +20,7 @@ SCORES_FILE = "scores.npz"
 
 
 def save_scores(path: Path, Y_test, scores: dict, labels: dict, category_names, train_positives,
-                task: str = "multilabel") -> None:
+                task: str = "multilabel", excluded=()) -> None:
     """Test labels, every model's test scores and what a later comparison needs, in one .npz.
 
     Multilabel scores are per-category log-odds; multiclass scores are per-class joint scores J
@@ -30,7 +30,8 @@ def save_scores(path: Path, Y_test, scores: dict, labels: dict, category_names, 
     np.savez(path, labels_indptr=Y.indptr, labels_indices=Y.indices, labels_shape=np.array(Y.shape),
              category_names=np.array(category_names, dtype=str), train_positives=np.asarray(train_positives),
              model_keys=np.array(list(scores), dtype=str),
-             model_labels=np.array([labels[k] for k in scores], dtype=str), task=np.array(task), **arrays)
+             model_labels=np.array([labels[k] for k in scores], dtype=str), task=np.array(task),
+             excluded=np.asarray(excluded, dtype=np.int64), **arrays)
 
 
 @dataclass
@@ -42,6 +43,7 @@ class SavedRun:
     category_names: list
     train_positives: np.ndarray
     task: str = "multilabel"
+    excluded: np.ndarray = None  # categories the run left out of its comparisons (eval.untrainable)
 
 
 def load_scores(folder) -> SavedRun:
@@ -67,4 +69,5 @@ def _read_saved_run(folder: Path, path: Path) -> SavedRun:
                         labels=dict(zip(keys, map(str, saved["model_labels"]))),
                         category_names=[str(c) for c in saved["category_names"]],
                         train_positives=saved["train_positives"],
-                        task=str(saved["task"]) if "task" in saved else "multilabel")
+                        task=str(saved["task"]) if "task" in saved else "multilabel",
+                        excluded=saved["excluded"] if "excluded" in saved else np.empty(0, dtype=np.int64))

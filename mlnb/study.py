@@ -126,16 +126,33 @@ def held_out_scores(config: StudyConfig, name: str, X_train, Y_train, seed: int,
         if ev.folds > n:
             raise MlnbError(f"eval.folds = {ev.folds} is more than the {n} training documents")
         blocks = [np.sort(block) for block in np.array_split(order, ev.folds)]
-    parts, rows, model = [], [], None
+    parts, rows, model, seconds = [], [], None, 0.0
     for block in blocks:
         keep = np.setdiff1d(np.arange(n), block, assume_unique=True)
-        fitted, _ = _fit_models(config, [name], X_train[keep], Y_train[keep], None, seed, labels)
-        model = fitted[name]
+        fitted, fit_seconds = _fit_models(config, [name], X_train[keep], Y_train[keep], None, seed, labels)
+        model, seconds = fitted[name], fit_seconds[name]
         parts.append(model.decision_function(X_train[block]))
         rows.append(block)
     rows = np.concatenate(rows)
     back = np.argsort(rows, kind="stable")  # to training-row order
-    return np.vstack(parts)[back], Y_train[rows[back]], (model if ev.validation == "split" else None)
+    split = ev.validation == "split"
+    return HeldOut(np.vstack(parts)[back], Y_train[rows[back]], model if split else None, seconds if split else None)
+
+
+@dataclass
+class HeldOut:
+    """What ``held_out_scores`` gives: validation scores and labels, and for a split its model."""
+
+    scores: np.ndarray  # (m, K) scores of held-out training documents
+    labels: object  # (m, K) their labels
+    model: object  # the split's model (fitted without them), or None for k-fold
+    fit_seconds: float | None
+
+    def __iter__(self):  # S_val, Y_val, model = held_out_scores(...)
+        return iter((self.scores, self.labels, self.model))
+
+    def __getitem__(self, i):
+        return (self.scores, self.labels, self.model)[i]
 
 
 def untrainable_categories(Y_train) -> tuple[np.ndarray, np.ndarray]:
@@ -173,10 +190,25 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
     if unknown:
         raise MlnbError(f"no enabled model {', '.join(map(repr, unknown))} in the study ({', '.join(labels)})")
     evaluated = list(labels) if wanted is None else [name for name in labels if name in wanted]
-    fitted, fit_seconds = _fit_models(config, evaluated, X_train, Y_train, (X_eval, Y_eval), seed, labels)
-    untrainable, prior = untrainable_categories(Y_train)
-    prevalence = np.asarray(Y_train.mean(axis=0), dtype=np.float64).ravel()
     multiclass = config.task == "multiclass"
+    rules = {name: config.models[name].decision or ev.decision for name in evaluated}
+    needs = {name for name in evaluated if not multiclass and
+             (rules[name] in ("scut", "scutfbr") or ev.calibration != "none")}
+    held = {}
+    if needs and ev.validation == "split" and not ev.refit:
+        # thresholds fit the split's model, so that model is evaluated — for every model of the study,
+        # so that all are compared trained on the same documents (the training part minus the split)
+        for name in evaluated:
+            with progress.status(f"held-out scores of {name} (split)"):
+                held[name] = held_out_scores(config, name, X_train, Y_train, seed, labels)
+        fitted = {name: held[name].model for name in evaluated}
+        fit_seconds = {name: held[name].fit_seconds for name in evaluated}
+    else:
+        fitted, fit_seconds = _fit_models(config, evaluated, X_train, Y_train, (X_eval, Y_eval), seed, labels)
+    untrainable, prior = untrainable_categories(Y_train)
+    n_train = Y_train.shape[0]
+    # from integer counts: a float mean of an all-ones column can exceed 1 by an ulp
+    prevalence = np.asarray(Y_train.sum(axis=0), dtype=np.float64).ravel() / max(n_train, 1)
     runs = []
     for name in evaluated:
         spec, estimator = config.models[name], fitted[name]
@@ -191,14 +223,11 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
             if ev.untrainable == "prior":
                 scores = _by_prior(scores, untrainable, prior)
             validation = None
-            if rule_name in ("scut", "scutfbr") or ev.calibration != "none":
-                with progress.status(f"held-out scores of {name} ({ev.validation})"):
-                    S_val, Y_val, split_model = held_out_scores(config, name, X_train, Y_train, seed, labels)
-                if not ev.refit and split_model is not None:  # the thresholds fit this model's scores
-                    estimator = split_model
-                    scores = estimator.decision_function(X_eval)
-                    if ev.untrainable == "prior":
-                        scores = _by_prior(scores, untrainable, prior)
+            if name in needs:
+                if name not in held:
+                    with progress.status(f"held-out scores of {name} ({ev.validation})"):
+                        held[name] = held_out_scores(config, name, X_train, Y_train, seed, labels)
+                S_val, Y_val, _ = held[name]
                 if ev.untrainable == "prior":
                     S_val = _by_prior(S_val, untrainable, prior)
                 validation = (S_val, Y_val)

@@ -76,6 +76,7 @@ def test_resolved_config_loads_back_unchanged(tmp_path):
     (NB + LR + "[report]\ncompare = [[\"lr\", \"nb\"], [\"nb\", \"lr\"]]\n", r"report\.compare\[1\] .* compared already"),
     (NB + LR + "enabled = false\n[report]\ncompare = [[\"lr\", \"nb\"]]\n", r"model 'lr' is disabled"),
     (NB + "binarize = true\nevent_model = \"gaussian\"\n", r"models\.nb: binarize applies to"),
+    (NB + "decision = \"scutfbr\"\n[eval]\ndecision_metric = \"accuracy\"\n", r"eval\.decision_metric = 'accuracy' with scutfbr"),
     (NB + LR + "[report]\ncompare = [\"lr\"]\n", r"report\.compare\[0\]: expected a list of strings"),
     (NB + "[sweep]\nmodel = \"lr\"\n", r"sweep\.model = 'lr': expected 'auto' or an enabled model"),
     ("[data]\nsource = \"csv\"\n", r"data\.source: expected one of 'synthetic', 'svmlight', .*, got 'csv'"),

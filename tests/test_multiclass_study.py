@@ -68,6 +68,8 @@ def test_multiclass_sweep_and_curve(tmp_path):
     (["data.source=text", "data.text.path=x.csv", "data.text.labels=multi"], "data.text.labels = 'multi'"),
     (["data.source=text", "data.text.path=x.csv", "data.text.negative_labels=['ham']"],
      "every label is a class"),
+    (["eval.untrainable=prior"], "eval.untrainable = 'prior' replaces one-vs-rest scores"),
+    (["eval.decision=scut"], "decides by the most probable class"),
 ])
 def test_what_cannot_be_multiclass_is_refused_at_load(overrides, message):
     with pytest.raises(MlnbError, match=message):
@@ -97,3 +99,9 @@ def test_tweets_configs(config, tmp_path):
     assert summary["data"]["n_documents"] == 14640 and summary["data"]["n_categories"] == 3
     for model in summary["models"].values():
         assert model["accuracy"] > 0.70  # the majority class alone is 0.627
+
+
+def test_a_bundled_split_that_leaves_a_class_out_is_one_line(tmp_path):
+    result = run("run", ROOT / "configs" / "iris.toml", "--out", tmp_path, "--quiet", "--set", "data.test_fraction=0.99")
+    assert result.exit_code == 2
+    assert "data.test_fraction = 0.99: iris has 150 samples in 3 classes" in result.output.strip().splitlines()[0]

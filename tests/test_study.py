@@ -91,7 +91,7 @@ def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatc
             *[a for s in settings for a in ("--set", s)]]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert value in seen, (key, seen)
+    assert seen and all(v == value for v in seen), (key, seen)
 
 
 def test_curve_micro_f1_follows_the_threshold(tmp_path):
@@ -205,3 +205,41 @@ def test_rcut_decides_k_categories_per_document(small_corpus):
         assert (np.diff(run.decisions.tocsr().indptr) == 2).all()
         assert run.evaluation.per_category["tp"].sum() + run.evaluation.per_category["fp"].sum() == \
             2 * small_corpus.X_test.shape[0]
+
+
+def test_thresholds_and_calibration_do_not_depend_on_the_evaluation_documents(small_corpus):
+    """Fit the stage twice, the second time with the evaluation labels shuffled and its documents
+    reversed: every threshold and calibration parameter must be identical."""
+    config = load_config(None, ["eval.decision=scutfbr", "eval.calibration=platt", "models.lr.npasses=1"])
+    X_eval, Y_eval = small_corpus.X_test, small_corpus.Y_test
+    order = np.arange(X_eval.shape[0])[::-1]
+    first = run_models(config, small_corpus.X_train, small_corpus.Y_train, X_eval, Y_eval, small_corpus.category_names)
+    second = run_models(config, small_corpus.X_train, small_corpus.Y_train, X_eval[order],
+                        Y_eval[np.random.default_rng(1).permutation(X_eval.shape[0])], small_corpus.category_names)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.decision.thresholds, b.decision.thresholds)
+        np.testing.assert_array_equal(a.calibration.slope, b.calibration.slope)
+        np.testing.assert_array_equal(a.calibration.intercept, b.calibration.intercept)
+
+
+def test_every_model_trains_on_the_same_documents_when_the_split_model_is_kept(small_corpus):
+    """lr decides by SCut (split, refit false), nb by a fixed cut: both are the split's models."""
+    config = load_config(None, ["eval.decision=fixed", "models.lr.decision=scut", "models.lr.npasses=1"])
+    runs = run_models(config, small_corpus.X_train, small_corpus.Y_train, small_corpus.X_test, small_corpus.Y_test,
+                      small_corpus.category_names)
+    n_fit = small_corpus.X_train.shape[0] - round(0.2 * small_corpus.X_train.shape[0])
+    assert runs[0].model.n_documents_ == n_fit  # nb, though its own rule needs no validation
+
+
+@pytest.mark.parametrize("n", [40, 41])
+def test_a_category_in_every_training_document(n):
+    """Its training prevalence is exactly 1 (a float mean can exceed 1 by an ulp), for every rule."""
+    from mlnb.data.synthetic import make_rcv1_like
+    import scipy.sparse as sp
+
+    data = make_rcv1_like(n_documents=2 * n, n_features=300, n_categories=20, seed=1)
+    Y_train = data.Y_train.tolil()
+    Y_train[:, 0] = 1
+    config = load_config(None, ["eval.decision=pcut", "models.lr.npasses=1"])
+    runs = run_models(config, data.X_train, sp.csr_matrix(Y_train), data.X_test, data.Y_test, data.category_names)
+    assert all(run.evaluation.summary["n_categories"] == 20 for run in runs)

@@ -27,7 +27,11 @@ def load_bundled(name: str, test_fraction: float = 0.5, seed: int = 0) -> Datase
     bunch = LOADERS[name]()
     y = np.asarray(bunch.target)
     K = int(y.max()) + 1
-    train, test = train_test_split(np.arange(y.size), test_size=test_fraction, stratify=y, random_state=seed)
+    try:
+        train, test = train_test_split(np.arange(y.size), test_size=test_fraction, stratify=y, random_state=seed)
+    except ValueError as error:  # too few documents on one side for every class
+        raise MlnbError(f"data.test_fraction = {test_fraction}: {name} has {y.size} samples in {K} classes, and a "
+                        f"stratified split needs every class on both sides ({error})") from None
     Y = sp.csr_matrix((np.ones(y.size, dtype=np.int8), (np.arange(y.size), y)), shape=(y.size, K))
     names = [str(n) for n in bunch.target_names] if hasattr(bunch, "target_names") else [str(k) for k in range(K)]
     features = [str(f) for f in bunch.feature_names] if hasattr(bunch, "feature_names") else None

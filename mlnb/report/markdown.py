@@ -151,8 +151,10 @@ def conclusion_lines(result) -> list[str]:
                  + "; ".join(f"{run.name} {run.evaluation.summary[dkey]:.4f}" for run in by_f1[1:])
                  + (f". Guessing each category at its training rate would score {random_f1:.4f}." if random_f1 is not None
                     else "."))
-    ranking_only = [run.name for run in result.models if not getattr(run.model, "scores_are_log_odds", True)]
-    if ranking_only and not multiclass and ev.decision == "fixed":
+    ranking_only = [run.name for run in result.models if not getattr(run.model, "scores_are_log_odds", True)
+                    and run.calibration is None
+                    and (result.config.models[run.name].decision or ev.decision) == "fixed"]
+    if ranking_only and not multiclass:
         lines.append(f"- {', '.join(ranking_only)}: ranking scores, not probabilities — at a probability cut their "
                      "decisions mean nothing; compare them by AUC, or decide with a rank rule (scut, scutfbr, "
                      "pcut, rcut) or after calibration.")
@@ -217,7 +219,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
         line = _untrainable_line(run, result.category_names, result.config.eval.untrainable)
         if line:
             lines.append(line)
-        if not getattr(run.model, "scores_are_log_odds", True):
+        if not getattr(run.model, "scores_are_log_odds", True) and run.calibration is None:
             lines.append(f"- {run.name}: its scores rank documents but are not log-odds (e.g. complement Naive "
                          "Bayes): its AUC, ROC and lift are meaningful, its probabilities and thresholded "
                          "metrics are not until it is calibrated")

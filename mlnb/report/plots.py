@@ -39,7 +39,8 @@ def _save(fig, path: Path) -> Path:
 
 def _probability_models(result: StudyResult) -> tuple[list, list]:
     """(runs whose scores are log-odds, names of those whose scores only rank)."""
-    runs = [run for run in result.models if getattr(run.model, "scores_are_log_odds", True)]
+    runs = [run for run in result.models
+            if getattr(run.model, "scores_are_log_odds", True) or run.probability_scores is not None]
     return runs, [run.name for run in result.models if run not in runs]
 
 

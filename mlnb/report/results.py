@@ -107,7 +107,8 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
         if result.config.report.save_scores:
             save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
                         {run.name: run.label for run in result.models}, result.category_names,
-                        result.train_positives, task=result.config.task)
+                        result.train_positives, task=result.config.task,
+                        excluded=result.untrainable if result.config.eval.untrainable == "exclude" else ())
         plot_files = []
         if result.config.report.plots:
             (folder / "plots").mkdir()

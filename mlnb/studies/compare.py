@@ -7,6 +7,8 @@ that they were evaluated on the same test documents.
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlnb.errors import MlnbError
 from mlnb.metrics.comparison import Comparison, compare_scores
 from mlnb.metrics.multiclass import class_log_odds
@@ -36,5 +38,7 @@ def compare_runs(run_a: SavedRun, key_a: str, run_b: SavedRun, key_b: str, alpha
         truth = run_a.Y_test.indices  # one class per row
         mcnemar = mcnemar_test(scores_a.argmax(axis=1) == truth, scores_b.argmax(axis=1) == truth)
         scores_a, scores_b = class_log_odds(scores_a), class_log_odds(scores_b)
+    # what either run left out of its own comparisons (eval.untrainable = 'exclude') stays out here
+    excluded = np.union1d(run_a.excluded, run_b.excluded).astype(np.int64)
     return compare_scores(run_a.Y_test, scores_a, scores_b, run_a.category_names, run_a.train_positives,
-                          label_a, label_b, alpha, key_a, key_b, mcnemar=mcnemar)
+                          label_a, label_b, alpha, key_a, key_b, mcnemar=mcnemar, exclude=excluded)

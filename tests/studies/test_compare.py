@@ -80,3 +80,14 @@ def test_damaged_scores_file_is_a_one_line_error(tmp_path):
     (folder / "scores.npz").write_bytes(b"PK\x03\x04 not really a zip")
     result = CliRunner().invoke(app, ["compare", str(folder), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2 and "not a readable mlnb scores file" in result.output
+
+
+def test_compare_leaves_out_what_the_run_left_out(tmp_path):
+    """Categories without training positives, excluded by the run, stay excluded in `mlnb compare`."""
+    folder = run(tmp_path)
+    in_run = pd.read_csv(folder / "comparison.csv")
+    result = CliRunner().invoke(app, ["compare", str(folder), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    (again,) = (tmp_path / "out" / "compare").iterdir()
+    later = pd.read_csv(again / "comparison.csv")
+    pd.testing.assert_series_equal(in_run["p_holm"], later["p_holm"])
