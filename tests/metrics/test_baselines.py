@@ -15,11 +15,8 @@ from mlnb.metrics.evaluation import _random_average_precision
 
 
 @pytest.fixture
-def scored():
-    rng = np.random.default_rng(2)
-    Y = rng.random((800, 7)) < np.array([0.4, 0.2, 0.1, 0.05, 0.02, 0.0, 1.0])
-    scores = np.round(rng.normal(size=Y.shape) + 1.8 * Y - 1.0, 1)
-    return Y, scores
+def scored(make_scored):
+    return make_scored(1)
 
 
 Q = np.array([0.3, 0.25, 0.15, 0.04, 0.03, 0.01, 0.9])  # "training" prevalences

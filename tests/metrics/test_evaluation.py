@@ -11,11 +11,8 @@ from mlnb.metrics import evaluate, precision_at_k
 
 
 @pytest.fixture
-def scored():
-    rng = np.random.default_rng(2)
-    Y = rng.random((800, 7)) < np.array([0.4, 0.2, 0.1, 0.05, 0.02, 0.0, 1.0])
-    scores = np.round(rng.normal(size=Y.shape) + 1.8 * Y - 1.0, 2)
-    return Y, scores
+def scored(make_scored):
+    return make_scored(2)
 
 
 def test_auc_and_averages_equal_sklearn(scored):
