@@ -174,3 +174,22 @@ def test_report_category_by_name(tmp_path):
     assert (folder / "plots" / "roc_category_1.png").is_file()  # ECAT is category 1
     bad = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--set", "report.category_name=ECT")
     assert bad.exit_code == 2 and "did you mean 'ECAT'" in bad.output
+
+
+@pytest.mark.parametrize("lines", ["0 1:1 2:1\n0 2:2 3:1\n0 1:1 3:1\n0 3:1\n",  # one category holds every document
+                                   "0 1:1 2:1\n1 2:2 3:1\n"])  # two documents
+@pytest.mark.parametrize("command", ["run", "curve"])
+def test_nothing_evaluable_still_gives_a_complete_folder(tmp_path, lines, command):
+    """No category with both a positive and a negative test document: every plot, table and the
+    report cope (no log-scaled empty axes), and the report says that nothing could be evaluated."""
+    data = tmp_path / "data.svm"
+    data.write_text(lines)
+    extra = ["--set", "curve.sizes=[1]", "--set", "curve.seeds=1"] if command == "curve" else []
+    result = CliRunner().invoke(app, [command, "configs/quickstart.toml", "--out", str(tmp_path / "out"), "--quiet",
+                                      "--set", "data.source=svmlight", "--set", f"data.svmlight.path={data}",
+                                      "--set", "report.category=0", *extra])
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "out" / ("quickstart" if command == "run" else "quickstart-curve")).iterdir()
+    assert (folder / "report.md").is_file() and list((folder / "plots").glob("*.png"))
+    if command == "run":
+        assert "Nothing could be evaluated" in (folder / "report.md").read_text()

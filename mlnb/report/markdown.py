@@ -131,6 +131,10 @@ def conclusion_lines(result) -> list[str]:
     key, what = ("macro_auc", "macro AUC (one-vs-rest)") if multiclass else ("macro_auc", "macro AUC")
     ranked = sorted(result.models, key=lambda run: -run.evaluation.summary[key]
                     if run.evaluation.summary[key] == run.evaluation.summary[key] else np.inf)
+    if ranked and not np.isfinite(ranked[0].evaluation.summary[key]):
+        return lines + ["- Nothing could be evaluated: no category has both a positive and a negative test "
+                        "document (and both in training, where untrainable categories are excluded), so no "
+                        "AUC, average or comparison is defined. Use more documents or other categories.", ""]
     if ranked:
         best = ranked[0]
         others = "; ".join(f"{run.name} {run.evaluation.summary[key]:.4f}{_interval(run, key)}" for run in ranked[1:])

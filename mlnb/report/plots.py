@@ -21,6 +21,32 @@ from mlnb.report.style import model_colors  # noqa: E402
 from mlnb.study import StudyResult  # noqa: E402
 
 
+def _log_scale(ax, axis: str = "y", data=None) -> bool:
+    """Log scale on ``axis`` when the axes hold a positive finite value there (or ``data`` does, the
+    values actually plotted); else stay linear: a study with nothing evaluable draws empty axes,
+    which matplotlib cannot log-scale."""
+    if data is not None:
+        data = np.asarray(data, dtype=float)
+        if not (np.isfinite(data) & (data > 0)).any():
+            return False
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+        return True
+    values = []
+    for line in ax.lines:
+        values.append(np.asarray(line.get_ydata() if axis == "y" else line.get_xdata(), dtype=float))
+    for collection in ax.collections:
+        offsets = np.asarray(collection.get_offsets(), dtype=float).reshape(-1, 2)
+        drawn = np.isfinite(offsets).all(axis=1)  # a point with a NaN coordinate is not drawn
+        values.append(offsets[drawn, 1 if axis == "y" else 0])
+    for patch in ax.patches:
+        values.append(np.asarray([patch.get_height() if axis == "y" else patch.get_width()], dtype=float))
+    data = np.concatenate([v.ravel() for v in values]) if values else np.empty(0)
+    if not (np.isfinite(data) & (data > 0)).any():
+        return False
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    return True
+
+
 def study_colors(result: StudyResult) -> dict[str, str]:
     return model_colors([run.name for run in result.models])
 
@@ -133,11 +159,11 @@ def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
         right.plot(ev.grid[1:], ev.depth_lift[k], color=colors[run.name], lw=1.5, label=run.name)
     for ax in (left, right):
         ax.axhline(1.0, ls="--", color="gray", lw=1, label="random (lift 1)")
-        ax.set_yscale("log")
-        # 1, 2, 5, 10, 20, ...: a lift of 1 to 8 would otherwise show a single tick label
-        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        if _log_scale(ax):
+            # 1, 2, 5, 10, 20, ...: a lift of 1 to 8 would otherwise show a single tick label
+            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
         ax.set_xlim(0, 1)
@@ -204,7 +230,7 @@ def calibration(result: StudyResult, path: Path) -> Path:
     top.set_ylim(0, 1)
     top.grid(alpha=0.3)
     top.legend(fontsize=7, loc="upper left")
-    bottom.set_yscale("log")
+    _log_scale(bottom)
     bottom.set_xlabel("predicted probability (bin)")
     bottom.set_ylabel("pairs")
     bottom.grid(alpha=0.3)
@@ -221,7 +247,9 @@ def auc_by_frequency(result: StudyResult, path: Path) -> Path:
         ax.scatter(positives, run.evaluation.per_category["auc"], s=16, color=colors[run.name], alpha=0.7,
                    marker=markers[i % len(markers)], label=run.name)
     ax.axhline(0.5, ls="--", color="gray", lw=1, label="chance")
-    ax.set_xscale("log")
+    drawn = np.concatenate([positives[np.isfinite(run.evaluation.per_category["auc"].to_numpy())]
+                            for run in result.models])
+    _log_scale(ax, "x", drawn)
     ax.set_xlabel("training documents in the category (log scale)")
     ax.set_ylabel("test AUC")
     ax.set_title("AUC against category training frequency", fontsize=10)
@@ -326,7 +354,7 @@ def learning_curve(curve, metric: str, path: Path) -> Path:
             ax.annotate(f"{pair.replace('-vs-', ' = ')} at ~{size:,.0f}", (size, 0.02), xytext=(4, 0),
                         xycoords=("data", "axes fraction"), textcoords="offset points", fontsize=7,
                         rotation=90, va="bottom")
-    ax.set_xscale("log")
+    _log_scale(ax, "x", grouped.loc[np.isfinite(grouped["mean"]), "size"])
     ax.set_xlabel("training documents (log scale)")
     ax.set_ylabel(f"test {metric}")
     seeds = curve.table["seed"].nunique()
