@@ -1,8 +1,18 @@
-"""The ``mlnb`` command line: assembles config, study and report; computes nothing itself."""
+"""The ``mlnb`` command line: assembles config, study and report; computes nothing itself.
+
+Exit codes: 0 done; 2 bad input (one line ``error: ...``); 130 Ctrl-C (SIGINT) and 143 SIGTERM
+(128 + the signal's number, as shells report them), each after one line ``interrupted`` and with
+no ``.partial-*`` staging folder left behind. Every command that writes checks its ``--out``
+before it loads any data.
+"""
 
 from __future__ import annotations
 
+import functools
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -11,6 +21,7 @@ import typer
 from mlnb import progress
 from mlnb.config import describe_kinds, dump_toml, load_config
 from mlnb.errors import MlnbError
+from mlnb.report.folder import check_writable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Naive Bayes vs logistic regression, one-vs-rest over every category, "
@@ -25,7 +36,53 @@ def _fail(error: MlnbError) -> None:
     raise typer.Exit(code=2)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal turned into an exception, so that SIGTERM unwinds (and cleans up) like Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def _signals_as_interrupts():
+    """While a command runs, SIGINT and SIGTERM raise ``Interrupted``; once: a second signal during
+    the clean-up (removing the staging folder) is ignored. The previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set them
+        yield
+        return
+    watched = (signal.SIGINT, signal.SIGTERM)
+
+    def handler(signum, frame):
+        for number in watched:
+            signal.signal(number, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    previous = {number: signal.getsignal(number) for number in watched}
+    for number in watched:
+        signal.signal(number, handler)
+    try:
+        yield
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, signal.SIG_DFL if before is None else before)
+
+
+def _interruptible(command):
+    """A command that ends on Ctrl-C or SIGTERM with one line and exit 128 + the signal number."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            with _signals_as_interrupts():
+                return command(*args, **kwargs)
+        except KeyboardInterrupt as stop:  # the staging folder is gone: atomic_folder removed it
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
+    return wrapper
+
+
 @app.command()
+@_interruptible
 def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. configs/quickstart.toml."),
         out: Path = typer.Option(Path("results"), "--out", help="Root folder of the results: the run "
                                  "goes to OUT/<config name>/<timestamp>/."),
@@ -43,6 +100,7 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
     progress.enable(not quiet)
     try:
         study_config = load_config(config, set_ or [])
+        check_writable(out, study_config.name)  # before the data: a bad --out fails in a second
         result = run_study(study_config)
         folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
     except MlnbError as error:
@@ -55,6 +113,7 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
 
 
 @app.command()
+@_interruptible
 def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb run`."),
             run_b: Optional[Path] = typer.Argument(None, help="A second results folder; none = compare "
                                                    "the two models of RUN_A."),
@@ -74,6 +133,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
     try:
         if not 0 < alpha < 1:
             raise MlnbError(f"--alpha: expected a value in (0, 1), got {alpha}")
+        check_writable(out, "compare")
         first = load_scores(run_a)
         second = load_scores(run_b) if run_b is not None else first
         names = list(first.scores)
@@ -95,6 +155,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
 
 
 @app.command()
+@_interruptible
 def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [sweep] section may hold the grid."),
           param: Optional[List[str]] = typer.Option(None, "--param", help="A swept key and its values, "
                                                     "e.g. --param models.lr.lrate=0.1,0.3,1 (repeatable; adds to "
@@ -114,6 +175,7 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     progress.enable(not quiet)
     try:
         study_config = load_config(config, set_ or [])
+        check_writable(out, f"{study_config.name}-sweep")  # the folder write_sweep writes into
         given = {p.split("=", 1)[0].strip(): p for p in study_config.sweep.params}
         given.update({p.split("=", 1)[0].strip(): p for p in param or []})
         result = run_sweep(study_config, list(given.values()))
@@ -129,6 +191,7 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
 
 
 @app.command()
+@_interruptible
 def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] sets sizes and seeds."),
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
           out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-curve/<timestamp>/."),
@@ -140,7 +203,9 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
 
     progress.enable(not quiet)
     try:
-        result = run_curve(load_config(config, set_ or []))
+        study_config = load_config(config, set_ or [])
+        check_writable(out, f"{study_config.name}-curve")  # the folder write_curve writes into
+        result = run_curve(study_config)
         folder = write_curve(result, out)
     except MlnbError as error:
         _fail(error)
@@ -154,6 +219,7 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
 
 
 @app.command("show-config")
+@_interruptible
 def show_config(config: Optional[Path] = typer.Argument(None, help="Config file; none = the defaults."),
                 set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP)) -> None:
     """Print the resolved config (defaults, file, overrides) with every key explained, then every

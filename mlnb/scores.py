@@ -17,6 +17,8 @@ import scipy.sparse as sp
 from mlnb.errors import MlnbError
 
 SCORES_FILE = "scores.npz"
+RUN_FILES = ("config.toml", "summary.json", "report.md")  # what every completed run folder holds
+PARTIAL_PREFIX = ".partial-"  # a results folder being written (mlnb.report.folder)
 
 
 def save_scores(path: Path, Y_test, scores: dict, labels: dict, category_names, train_positives,
@@ -47,16 +49,29 @@ class SavedRun:
 
 
 def load_scores(folder) -> SavedRun:
+    """The saved run of a complete results folder of ``mlnb run``; MlnbError for anything else.
+
+    A ``.partial-*`` folder (a run still writing, or killed) is refused unread, and so is a
+    folder without the files a completed run writes (``RUN_FILES``; report.md comes last)."""
     folder = Path(folder)
     path = folder / SCORES_FILE
     if not folder.is_dir():
         raise MlnbError(f"{folder}: no such results folder")
+    partial = [part for part in (folder.name, *folder.resolve().parts) if part.startswith(PARTIAL_PREFIX)]
+    if partial:
+        raise MlnbError(f"{folder}: {partial[0]} is an unfinished results folder (a run still writing, or "
+                        "interrupted); expected a completed one")
     if not path.is_file():
         raise MlnbError(f"{folder}: no {SCORES_FILE} (run with report.save_scores = true to compare later)")
     try:
-        return _read_saved_run(folder, path)
+        saved = _read_saved_run(folder, path)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         raise MlnbError(f"{path}: not a readable mlnb scores file ({type(error).__name__}: {error})") from None
+    # checked after the scores so that a damaged scores file is named as such
+    missing = [name for name in RUN_FILES if not (folder / name).is_file()]
+    if missing:
+        raise MlnbError(f"{folder}: not a completed results folder of mlnb run: no {', '.join(missing)}")
+    return saved
 
 
 def _read_saved_run(folder: Path, path: Path) -> SavedRun:

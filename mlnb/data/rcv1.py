@@ -10,7 +10,8 @@ Both give 804,414 documents × 47,236 terms (cosine-normalised log TF-IDF, the
 * ``random``: a seeded random split with ``train_size`` / ``test_size``.
 
 ``source = "rcv1"`` reads scikit-learn's ``fetch_rcv1`` cache (downloading it
-only when allowed); ``source = "lyrl2004"`` reads the distribution files
+only when allowed) with a restricted unpickler that builds numpy arrays and CSR
+matrices and nothing else; ``source = "lyrl2004"`` reads the distribution files
 ``lyrl2004_vectors_train.dat``, ``lyrl2004_vectors_test_pt0..3.dat`` (lines
 ``docid  termid:weight ...``, optionally .gz) and ``rcv1-v2.topics.qrels``
 (lines ``topic docid 1``).
@@ -18,7 +19,11 @@ only when allowed); ``source = "lyrl2004"`` reads the distribution files
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import lzma
+import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -49,33 +54,186 @@ def _split(dataset: Dataset, n_first: int, split: str, train_size: int, test_siz
 
 
 # -- scikit-learn's cache ------------------------------------------------------------------------
-def _cache_files(data_home: str | None) -> tuple[Path, list[str]]:
-    from sklearn.datasets import get_data_home
-    from sklearn.datasets._base import _pkl_filepath  # the cache's file names, as fetch_rcv1 writes them
+# fetch_rcv1 keeps four joblib pickles in DATA_HOME/RCV1/ (the "_py3" suffix is its _pkl_filepath):
+CACHE_NAMES = ("samples_py3.pkl", "sample_id_py3.pkl", "sample_topics_py3.pkl", "topics_names_py3.pkl")
 
-    folder = Path(get_data_home(data_home=data_home or None)) / "RCV1"
-    names = [Path(_pkl_filepath(str(folder), n)).name
-             for n in ("samples.pkl", "sample_id.pkl", "sample_topics.pkl", "topics_names.pkl")]
-    return folder, names
+# The only globals those pickles name (joblib 1.x, scipy >= 1.8 or older, numpy 1.x or 2.x). A
+# pickle may call any global it names, so this list, not the file, decides what loading can do.
+_SPARSE = {("scipy.sparse._csr", "csr_matrix"), ("scipy.sparse._csr", "csr_array"),
+           ("scipy.sparse.csr", "csr_matrix")}
+_ARRAY_HEADER = ("joblib.numpy_pickle", "NumpyArrayWrapper")
+_RECONSTRUCT = np.empty(0).__reduce__()[0]  # numpy's _reconstruct, wherever this numpy keeps it
+_NUMPY = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+          ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,  # object arrays, numpy 2
+          ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT}  # object arrays, numpy 1
+_CHUNK = 1 << 24  # bytes read at a time into an array
+
+
+class _Refused(Exception):
+    """A cache file asks for something the restricted loader does not give."""
+
+
+class _SparseState:
+    """Stands in for a pickled CSR matrix: receives its attributes, becomes a checked csr_matrix later."""
+
+
+class _ArrayHeader:
+    """Stands in for joblib's NumpyArrayWrapper (subclass, shape, order, dtype, ...); the array's
+    bytes follow it in the file, outside the pickle."""
+
+
+class _CacheUnpickler(pickle._Unpickler):  # the Python unpickler: its BUILD can be overridden, as joblib does
+    dispatch = pickle._Unpickler.dispatch.copy()
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.file_handle = file
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _SPARSE:
+            return _SparseState
+        if (module, name) == _ARRAY_HEADER:
+            return _ArrayHeader
+        if (module, name) in _NUMPY:
+            return _NUMPY[module, name]
+        raise _Refused(f"the pickle names {module}.{name}, which is not one of the numpy/scipy/joblib "
+                       "types scikit-learn's RCV1 cache holds")
+
+    def persistent_load(self, pid):
+        raise _Refused("the pickle uses persistent ids, which scikit-learn's RCV1 cache does not")
+
+    def load_build(self):
+        super().load_build()
+        if isinstance(self.stack[-1], _ArrayHeader):
+            self.stack[-1] = self._read_array(self.stack[-1].__dict__)
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def _read_array(self, header: dict) -> np.ndarray:
+        """The array that joblib wrote right after its header (joblib's NumpyArrayWrapper.read_array)."""
+        shape, order, dtype = header.get("shape"), header.get("order"), header.get("dtype")
+        if (header.get("subclass") is not np.ndarray or order not in ("C", "F") or not isinstance(dtype, np.dtype)
+                or not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape)):
+            raise _Refused(f"an array header is not a plain numpy array's ({sorted(header)})")
+        if dtype.hasobject:  # joblib pickles object arrays (the topic names) in a nested stream
+            array = _CacheUnpickler(self.file_handle).load()
+            if not (isinstance(array, np.ndarray) and array.shape == shape
+                    and all(isinstance(item, str) for item in array.flat)):
+                raise _Refused("an object array holds something other than strings")
+            return array
+        if dtype.kind not in "biufU" or dtype.fields is not None or dtype.subdtype is not None:
+            raise _Refused(f"an array has the type {dtype}; expected numbers or strings")
+        if "numpy_array_alignment_bytes" in header:  # joblib >= 1.2: one byte n, then n bytes of padding
+            padding = self.file_handle.read(1)
+            self.file_handle.read(padding[0] if padding else 0)
+        array = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=dtype)  # like joblib; pages fill as read
+        buffer, done = memoryview(array).cast("B"), 0
+        while done < buffer.nbytes:
+            read = self.file_handle.readinto(buffer[done:done + _CHUNK])
+            if not read:
+                raise _Refused("the file ends inside an array")
+            done += read
+        array = array.reshape(shape[::-1]).T if order == "F" else array.reshape(shape)
+        return array.astype(dtype.newbyteorder("="), copy=False)
+
+
+def _decompressed(raw):
+    """The byte stream of a joblib file, by its first bytes (joblib.dump's compress= formats but lz4)."""
+    from joblib.compressor import BinaryGzipFile, BinaryZlibFile
+
+    magic = raw.peek(6)[:6]
+    for prefix, opener in ((b"\x78", BinaryZlibFile), (b"\x1f\x8b", BinaryGzipFile), (b"BZh", bz2.BZ2File),
+                           (b"\xfd7zXZ", lzma.LZMAFile), (b"\x5d\x00", lzma.LZMAFile)):
+        if magic.startswith(prefix):
+            return opener(raw, "rb")
+    if magic.startswith(b"\x80"):  # an uncompressed pickle
+        return raw
+    raise _Refused("not a joblib file (uncompressed, zlib, gzip, bz2 or lzma)")
+
+
+def _as_csr(value, path: Path) -> sp.csr_matrix:
+    state = value.__dict__ if isinstance(value, _SparseState) else {}
+    parts = [state.get(key) for key in ("data", "indices", "indptr")]
+    shape = state.get("_shape", state.get("shape"))
+    if not all(isinstance(part, np.ndarray) and part.ndim == 1 for part in parts) or not isinstance(shape, tuple):
+        raise MlnbError(f"{path}: expected a CSR matrix in scikit-learn's RCV1 cache, got {type(value).__name__}")
+    try:
+        matrix = sp.csr_matrix(tuple(parts), shape=shape)
+        matrix.check_format(full_check=True)  # indices inside the shape, indptr monotone: safe to index
+    except (ValueError, TypeError) as error:
+        raise MlnbError(f"{path}: not a consistent CSR matrix ({error})") from None
+    return matrix
+
+
+def read_cache_file(path: Path):
+    """One joblib file of fetch_rcv1's cache, read without running anything it names: numpy arrays
+    (numbers, or strings), and CSR matrices given back as ``_SparseState``."""
+    try:
+        with open(path, "rb") as raw, _decompressed(raw) as stream:
+            return _CacheUnpickler(stream).load()
+    except _Refused as error:
+        reason = str(error)
+    except MemoryError:
+        reason = "an array is larger than memory"
+    except Exception as error:  # a truncated or corrupt pickle can fail in many ways; nothing has run
+        reason = f"{type(error).__name__}: {error}"
+    raise MlnbError(f"{path}: refused as an RCV1 cache file: {' '.join(reason.split())}; delete it and "
+                    "download again with data.rcv1.download_if_missing = true")
+
+
+def _cache_folder(data_home: str | None) -> Path:
+    """DATA_HOME/RCV1 as fetch_rcv1 finds it, without creating anything (get_data_home would)."""
+    home = data_home or os.environ.get("SCIKIT_LEARN_DATA", os.path.join("~", "scikit_learn_data"))
+    return Path(os.path.expanduser(home)) / "RCV1"
 
 
 def load_rcv1(data_home: str | None = None, download_if_missing: bool = False, split: str = "lyrl2004",
               train_size: int = 0, test_size: int = 0, test_fraction: float = 0.5, seed: int = 0) -> Dataset:
-    """RCV1-v2 through ``sklearn.datasets.fetch_rcv1``; category names are the topic codes."""
-    from sklearn.datasets import fetch_rcv1
+    """RCV1-v2 from scikit-learn's ``fetch_rcv1`` cache; category names are the topic codes.
 
-    folder, names = _cache_files(data_home)
-    try:
-        bunch = fetch_rcv1(data_home=data_home or None, download_if_missing=download_if_missing)
-    except Exception as error:  # OSError when not cached, URLError / HTTPError without network
-        how = ("and data.rcv1.download_if_missing is false" if not download_if_missing
-               else f"and the download failed ({type(error).__name__}: {error})")
-        raise MlnbError(f"RCV1 is not in scikit-learn's cache at {folder} (files {', '.join(names)}) {how}; "
-                        "run once with network and download_if_missing = true, copy that cache there, "
-                        "or use data.source = 'lyrl2004' with the original files") from None
-    X = sp.csr_matrix(bunch.data, dtype=np.float32)
-    Y = sp.csr_matrix(bunch.target, dtype=np.int8)
-    dataset = Dataset(X=X, Y=Y, category_names=[str(t) for t in bunch.target_names],
+    The cache is read by mlnb's restricted unpickler, never by ``joblib.load``: a shared config can
+    point ``data_home`` anywhere, and a pickle there must not run code. ``fetch_rcv1`` is called only
+    to download, when the cache is absent and ``download_if_missing`` is true; nothing else creates
+    the folder.
+    """
+    folder = _cache_folder(data_home)
+    paths = [folder / name for name in CACHE_NAMES]
+    present = [path.is_file() for path in paths]
+    if not all(present) and any(present):  # fetch_rcv1 would joblib.load the files that are there
+        raise MlnbError(f"{folder}: scikit-learn's RCV1 cache is incomplete (missing "
+                        f"{', '.join(p.name for p, ok in zip(paths, present) if not ok)}); expected all of "
+                        f"{', '.join(CACHE_NAMES)}: delete the folder to download again, or complete it")
+    if not any(present):
+        if download_if_missing:
+            from sklearn.datasets import fetch_rcv1
+
+            try:
+                fetch_rcv1(data_home=data_home or None, download_if_missing=True)  # writes the cache, read below
+            except Exception as error:  # URLError / HTTPError / OSError without network or disk
+                how = f"and the download failed ({type(error).__name__}: {' '.join(str(error).split())})"
+            else:
+                how = ""
+        else:
+            how = "and data.rcv1.download_if_missing is false"
+        if how:
+            raise MlnbError(f"RCV1 is not in scikit-learn's cache at {folder} (files {', '.join(CACHE_NAMES)}) "
+                            f"{how}; run once with network and download_if_missing = true, copy that cache "
+                            "there, or use data.source = 'lyrl2004' with the original files")
+    samples, sample_id, topics, names = (read_cache_file(path) for path in paths)
+    X = _as_csr(samples, paths[0]).astype(np.float32)
+    Y = (_as_csr(topics, paths[2]) if isinstance(topics, _SparseState) else
+         sp.csr_matrix(topics) if isinstance(topics, np.ndarray) and topics.ndim == 2 else None)
+    checks = [(isinstance(sample_id, np.ndarray) and sample_id.shape == (X.shape[0],), paths[1],
+               f"{X.shape[0]} document ids, as many as {paths[0].name} has rows"),
+              (Y is not None and Y.shape[0] == X.shape[0] and Y.dtype.kind in "biu", paths[2],
+               f"a {X.shape[0]}-row integer topic matrix"),
+              (isinstance(names, np.ndarray) and names.ndim == 1 and Y is not None and names.size == Y.shape[1]
+               and all(isinstance(t, str) for t in names.tolist()), paths[3],
+               f"one topic name per column of {paths[2].name}")]
+    for ok, path, expected in checks:
+        if not ok:
+            raise MlnbError(f"{path}: expected {expected}")
+    dataset = Dataset(X=X, Y=Y.astype(np.int8), category_names=[str(t) for t in names],
                       train_index=np.arange(0), test_index=np.arange(0), name="rcv1")
     return _split(dataset, min(LYRL_TRAIN, X.shape[0]), split, train_size, test_size, test_fraction, seed)
 

@@ -16,8 +16,15 @@ from mlnb.errors import MlnbError
 from mlnb.models._scoring import linear_scores
 
 
+#: the largest |x| a feature value may have. float32 ends at 3.4e38: Gaussian Naive Bayes squares
+#: x (x² ≤ 1e30) and sums x² over the documents (room for 10⁸ of them), and X·W with |x| = 1e30
+#: already overflows for |w| ≥ 1e9, so that a model "silently learns nothing"
+MAX_ABS_FEATURE = 1e15
+
+
 def as_csr_float32(X, what: str = "X") -> sp.csr_matrix:
-    """X as CSR float32 (documents × features), copying only when needed."""
+    """X as CSR float32 (documents × features), copying only when needed; every |x| finite and at
+    most ``MAX_ABS_FEATURE``."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
     else:
@@ -30,8 +37,12 @@ def as_csr_float32(X, what: str = "X") -> sp.csr_matrix:
         X = sp.csr_matrix((X.data.astype(np.float32), X.indices, X.indptr), shape=X.shape)
     elif X.dtype != np.float32:
         X = X.astype(np.float32)
-    if X.nnz and not np.isfinite(X.data).all():
+    largest = max(X.data.max(), -X.data.min()) if X.nnz else 0.0  # NaN propagates through max/min
+    if not np.isfinite(largest):
         raise MlnbError(f"{what} holds NaN or infinite values (or values beyond float32's range)")
+    if largest > MAX_ABS_FEATURE:
+        raise MlnbError(f"{what} has a value of magnitude {largest:.3g}, beyond the {MAX_ABS_FEATURE:g} that "
+                        "float32 scoring can take; rescale the features (e.g. features.transform)")
     return X
 
 

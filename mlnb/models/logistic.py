@@ -86,6 +86,25 @@ class LogisticOptions(EngineOptions):
 
 _DEFAULTS = LogisticOptions()
 
+#: a pass whose mean training loss exceeds this many times the loss of the all-prior model (W = 0,
+#: b = the training log-odds; or of the warm start, if higher) has diverged. Healthy training stays
+#: within 2×; lrate 10, far too large but still learning, reaches ~70× in its first pass; lrate 1e9
+#: gives 10^7–10^9×. The loss grows about linearly with lrate, so this fires from lrate ~10^3–10^5.
+DIVERGENCE_FACTOR = 1e4
+
+
+def _prior_loss(Y, link: str) -> float:
+    """The mean training loss of W = 0 and b = the default start (the training log-odds), from the
+    category counts N_k alone: multilabel Σ_k N_k·softplus(−b_k) + (n − N_k)·softplus(b_k) per
+    document and category; multiclass logsumexp(b) − Σ_c N_c·b_c / n per document."""
+    n, K = Y.shape
+    N = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
+    if link == "softmax":
+        b = np.log(N + 0.5) - np.log(n + 0.5 * K)
+        return float(logsumexp(b) - N @ b / n)
+    b = np.log(N + 0.5) - np.log(n - N + 0.5)
+    return float((N @ np.logaddexp(0.0, -b) + (n - N) @ np.logaddexp(0.0, b)) / (n * K))
+
 
 class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     """All-categories logistic regression by minibatch AdaGrad or SGD.
@@ -193,6 +212,10 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             log-count ratios; see ``nb_logistic.py``). Regularisation and the
             AdaGrad sums then apply to W′, ``coef_init`` is a W′, and
             ``weights_prime_`` holds W′ beside ``weights_`` = R ∘ W′.
+
+        Raises ``MlnbError`` naming lrate if the weights overflow, or if a pass's mean training
+        loss exceeds ``DIVERGENCE_FACTOR`` × that of the all-prior model (or of the start, if
+        higher): such a model has diverged, and its scores are no result.
         """
         link = self._link()
         X = as_csr_float32(X)
@@ -229,6 +252,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         # still fitted (their gradient pushes towards "never"), but listed like NB's
         self.untrainable_categories_ = np.flatnonzero((positives == 0) | (positives == n))
         self.history_ = []
+        per = n * K if link == "sigmoid" else n  # the loss is per document and category, or per document
+        reference = _prior_loss(Y, link)  # raised below to the first minibatch's loss (the start)
         step = 0
         adagrad = self.updater == "adagrad"
         for epoch in range(1, self.npasses + 1):
@@ -238,17 +263,24 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             for start in range(0, n, batch_size):
                 step += 1
                 rows = order[start:start + batch_size]
-                loss += kernel.step(rows, W, b, S, Sb, lrate, step, adagrad, self.texp, self.vexp,
-                                    self.epsilon, self.l1, self.l2, R)
+                batch_loss = kernel.step(rows, W, b, S, Sb, lrate, step, adagrad, self.texp, self.vexp,
+                                         self.epsilon, self.l1, self.l2, R)
+                if step == 1:  # before any update: the loss of the starting W and b (e.g. a warm start)
+                    reference = max(reference, batch_loss * n / (rows.size * per))
+                loss += batch_loss
             seconds = time.perf_counter() - started
             if not (np.isfinite(W).all() and np.isfinite(b).all()):
                 raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {self.lrate} is too large "
                                 "for these data; lower it")
+            if not loss / per <= DIVERGENCE_FACTOR * reference:
+                raise MlnbError(f"training diverged in pass {epoch}: mean training loss {loss / per:.3g}, more than "
+                                f"{DIVERGENCE_FACTOR:g} × the {reference:.3g} of the all-prior (or starting) model; lrate "
+                                f"{self.lrate if np.ndim(self.lrate) else f'{self.lrate:g}'} is too large for these data; lower it")
             self.weights_, self.bias_ = W if R is None else R * W, b  # with a scale, W is W′
             if R is not None:
                 self.weights_prime_ = W
             # multilabel: per document and category; multiclass: per document (K classes, one loss)
-            record = {"pass": epoch, "train_loss": loss / (n * K if link == "sigmoid" else n), "seconds": seconds,
+            record = {"pass": epoch, "train_loss": loss / per, "seconds": seconds,
                       "docs_per_second": n / seconds, "gflops": 4.0 * X.nnz * K / seconds / 1e9}
             if eval_set is not None:
                 record["heldout_loss"] = self.mean_log_loss(*eval_set)

@@ -2,7 +2,8 @@
 
 A folder is written under a hidden temporary name (``.partial-*``) and renamed
 to its timestamped name only when complete, so a failed run never leaves a
-folder that looks done.
+folder that looks done. ``check_writable`` tries the same steps before a study
+starts, so that a bad ``--out`` fails in a second rather than after the study.
 """
 
 from __future__ import annotations
@@ -37,6 +38,34 @@ def _claim(parent: Path, stamp: str) -> Path:
     raise MlnbError(f"{parent}: cannot find a free results folder name for {stamp}")
 
 
+def check_writable(root: Path, name: str) -> None:
+    """Raise MlnbError unless ``root/name`` is, or can be made, a folder to write results into.
+
+    Does what ``atomic_folder`` will do (create the folders, a ``.partial-*`` staging folder in
+    ``root/name``) and undoes it: the file system is left as found, whether the check passes or
+    fails, so a study that fails later (on its data) leaves no empty folder either;
+    ``atomic_folder`` creates ``root/name`` again when the results are written.
+    """
+    parent = Path(root) / name
+    missing = []  # innermost first: the order to remove them in
+    ancestor = parent
+    while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
+        missing.append(ancestor)
+        ancestor = ancestor.parent
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+        os.rmdir(tempfile.mkdtemp(prefix=".partial-", dir=parent))
+    except OSError as error:
+        raise MlnbError(f"{parent}: cannot create the results folder ({error.strerror or error})") from None
+    finally:
+        for folder in missing:
+            try:
+                folder.rmdir()
+            except OSError:  # never created, or someone else wrote into it meanwhile
+                pass
+
+
 @contextmanager
 def atomic_folder(root: Path, name: str):
     """Yield a hidden staging folder; on success move it to a new timestamped one."""
@@ -46,6 +75,7 @@ def atomic_folder(root: Path, name: str):
         staging = Staging(Path(tempfile.mkdtemp(prefix=".partial-", dir=parent)))
     except OSError as error:
         raise MlnbError(f"{parent}: cannot create the results folder ({error.strerror or error})") from None
+    final = None
     try:
         yield staging
         final = _claim(parent, time.strftime("%Y%m%d-%H%M%S"))
@@ -54,7 +84,12 @@ def atomic_folder(root: Path, name: str):
         os.umask(umask)
         final.chmod(0o777 & ~umask)  # mkdtemp made it private; results are for everyone
         staging.final = final
-    except BaseException as error:
+    except BaseException as error:  # KeyboardInterrupt and the CLI's SIGTERM exception too
+        if final is not None and os.path.lexists(staging.path):  # claimed, not yet moved onto
+            try:
+                final.rmdir()
+            except OSError:
+                pass
         shutil.rmtree(staging.path, ignore_errors=True)
         if isinstance(error, OSError):
             raise MlnbError(f"{parent}: cannot write the results ({error.strerror or error})") from None

@@ -18,7 +18,9 @@ Every folder is written atomically (``folder.atomic_folder``).
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -32,6 +34,35 @@ from mlnb.report.provenance import json_safe, provenance
 from mlnb.report.tables import confusion_frame, curve_frames, decisions_frame, markdown_table, metrics_frame
 from mlnb.scores import SCORES_FILE, save_scores
 from mlnb.study import StudyResult
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _neutralise(value):
+    """A text cell a spreadsheet would run as a formula, prefixed with ``'`` (OWASP CSV injection);
+    anything else unchanged: numbers, and text that is a plain number such as svmlight's '-1'."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """Every CSV of a results folder goes through here: text cells and headers (category names come
+    from the data) are neutralised; numeric columns are written as they are."""
+    columns, text = [], [str(name) for name in frame.columns]
+    for _, column in frame.items():
+        if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_datetime64_any_dtype(column)):
+            column = column.astype(object).map(_neutralise)
+            text += [v for v in column if isinstance(v, str)]
+        columns.append(column)
+    if columns:
+        frame = pd.concat(columns, axis=1).set_axis([_neutralise(name) for name in frame.columns], axis=1)
+    # the csv module quotes a cell with "\n" but not one with a lone "\r", which a spreadsheet reads as a
+    # line break: the rest of the cell would start a row, un-neutralised. Such files quote every text cell.
+    quoting = csv.QUOTE_NONNUMERIC if any("\r" in v for v in text) else csv.QUOTE_MINIMAL
+    frame.to_csv(path, index=False, quoting=quoting)
 
 
 def _write_json(path: Path, summary: dict) -> None:
@@ -90,20 +121,20 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
     with atomic_folder(Path(root), result.config.name) as staging:
         folder = staging.path
         (folder / "config.toml").write_text(dump_toml(result.config), encoding="utf-8")
-        metrics_frame(result).to_csv(folder / "metrics.csv", index=False)
+        _write_csv(metrics_frame(result), folder / "metrics.csv")
         (folder / "curves").mkdir()
         roc, lift = curve_frames(result)
-        roc.to_csv(folder / "curves" / "roc_grid.csv", index=False)
-        lift.to_csv(folder / "curves" / "lift_grid.csv", index=False)
-        pd.concat([run.evaluation.calibration.assign(model=run.name) for run in result.models]).to_csv(
-            folder / "curves" / "calibration.csv", index=False)
+        _write_csv(roc, folder / "curves" / "roc_grid.csv")
+        _write_csv(lift, folder / "curves" / "lift_grid.csv")
+        _write_csv(pd.concat([run.evaluation.calibration.assign(model=run.name) for run in result.models]),
+                   folder / "curves" / "calibration.csv")
         if result.comparisons:
-            comparison_frame(result.comparisons).to_csv(folder / "comparison.csv", index=False)
+            _write_csv(comparison_frame(result.comparisons), folder / "comparison.csv")
         if result.config.task == "multiclass":
-            confusion_frame(result).to_csv(folder / "confusion.csv", index=False)
+            _write_csv(confusion_frame(result), folder / "confusion.csv")
         decisions = decisions_frame(result)
         if decisions is not None:
-            decisions.to_csv(folder / "decisions.csv", index=False)
+            _write_csv(decisions, folder / "decisions.csv")
         if result.config.report.save_scores:
             save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
                         {run.name: run.label for run in result.models}, result.category_names,
@@ -123,7 +154,7 @@ def _write_study_folder(root, name: str, files: dict, summary: dict, report: str
     with atomic_folder(Path(root), name) as staging:
         folder = staging.path
         for filename, frame in files.items():
-            frame.to_csv(folder / filename, index=False)
+            _write_csv(frame, folder / filename)
         (folder / "plots").mkdir()
         made = [p for p in (make(folder / "plots" / filename) for filename, make in plot_makers) if p is not None]
         _write_json(folder / "summary.json", {**summary, **provenance()})

@@ -258,12 +258,12 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"smoothing must be one of {SMOOTHINGS}, got {self.smoothing!r}")
         if self.mode not in MODES:
             raise MlnbError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if not self.alpha > 0:
-            raise MlnbError(f"alpha must be > 0, got {self.alpha}")
-        if not self.m > 0:
-            raise MlnbError(f"m must be > 0, got {self.m}")
-        if not self.var_smoothing >= 0:
-            raise MlnbError(f"var_smoothing must be >= 0, got {self.var_smoothing}")
+        if not (np.isfinite(self.alpha) and self.alpha > 0):
+            raise MlnbError(f"alpha must be > 0 and finite, got {self.alpha}")
+        if not (np.isfinite(self.m) and self.m > 0):
+            raise MlnbError(f"m must be > 0 and finite, got {self.m}")
+        if not (np.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
+            raise MlnbError(f"var_smoothing must be >= 0 and finite, got {self.var_smoothing}")
         if self.binarize and self.event_model in _REAL_MODELS:
             raise MlnbError(f"binarize applies to multinomial, bernoulli and complement, not to "
                             f"event_model={self.event_model!r}")
@@ -291,8 +291,8 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
                             "not for task='multiclass'")
         if self.class_prior not in multiclass.CLASS_PRIORS:
             raise MlnbError(f"class_prior must be one of {multiclass.CLASS_PRIORS}, got {self.class_prior!r}")
-        if not self.prior_m > 0:
-            raise MlnbError(f"prior_m must be > 0, got {self.prior_m}")
+        if not (np.isfinite(self.prior_m) and self.prior_m > 0):
+            raise MlnbError(f"prior_m must be > 0 and finite, got {self.prior_m}")
         if self.class_prior == "given":
             multiclass.check_given_prior(self.class_prior_values)
         elif len(self.class_prior_values):

@@ -1,0 +1,255 @@
+"""Hostile outputs and signals: a bad --out fails before any data is read, Ctrl-C and SIGTERM end with
+one line and no staging folder, `mlnb compare` reads only completed folders, and text from the data
+cannot become a spreadsheet formula in any CSV of a results folder."""
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from mlnb.cli import app
+from mlnb.errors import MlnbError
+from mlnb.report import folder as folder_module
+from mlnb.report.folder import check_writable
+from mlnb.report.results import _write_csv
+
+PROJECT = Path(__file__).resolve().parents[2]
+QUICKSTART = str(PROJECT / "configs" / "quickstart.toml")
+HOSTILE = ["=HYPERLINK(\"http://x\",\"y\")", "+SUM(A1)", "-2+3", "@cmd", "-1"]  # '-1' is a number
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [*map(str, args)])
+
+
+def one_line(result) -> str:
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.fixture
+def hostile_data(tmp_path):
+    """60 documents in 5 categories named by HOSTILE; one category per document (so also multiclass)."""
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(60):
+        k = i % 5
+        words = sorted({1 + 3 * k, 2 + 3 * k, *rng.integers(1, 20, size=3).tolist()})
+        lines.append(f"{k} " + " ".join(f"{w}:1" for w in words))
+    (tmp_path / "data.svm").write_text("\n".join(lines) + "\n")
+    (tmp_path / "names.txt").write_text("\n".join(HOSTILE) + "\n")
+    return ["--quiet", "--set", "data.source=svmlight", "--set", f"data.svmlight.path={tmp_path / 'data.svm'}",
+            "--set", f"data.svmlight.category_names_path={tmp_path / 'names.txt'}", "--set", "report.category=0"]
+
+
+def completed_run(out: Path, data_args) -> Path:
+    result = invoke("run", QUICKSTART, "--out", out, *data_args)
+    assert result.exit_code == 0, result.output
+    (folder,) = (out / "quickstart").iterdir()
+    return folder
+
+
+# 1. --out is checked first -------------------------------------------------------------------------
+
+def _never(*args, **kwargs):
+    raise AssertionError("the study started although --out is unusable")
+
+
+@pytest.fixture
+def no_study(monkeypatch):
+    """Every command's first step after the --out check fails the test."""
+    import mlnb.studies.compare
+    import mlnb.studies.curve
+    import mlnb.studies.sweep
+    import mlnb.study
+
+    monkeypatch.setattr(mlnb.study, "run_study", _never)
+    monkeypatch.setattr(mlnb.studies.sweep, "run_sweep", _never)
+    monkeypatch.setattr(mlnb.studies.curve, "run_curve", _never)
+    monkeypatch.setattr(mlnb.studies.compare, "load_scores", _never)
+
+
+COMMANDS = {"run": (["run", QUICKSTART], "quickstart"),
+            "sweep": (["sweep", QUICKSTART, "--param", "models.nb.alpha=0.1,1"], "quickstart-sweep"),
+            "curve": (["curve", QUICKSTART], "quickstart-curve"),
+            "compare": (["compare", "somewhere"], "compare")}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("where", ["out is a file", "out/name is a file", "out is unwritable"])
+def test_bad_out_fails_before_the_study(tmp_path, monkeypatch, no_study, command, where):
+    args, name = COMMANDS[command]
+    out = tmp_path / "out"
+    if where == "out is a file":
+        out.write_text("not a folder")
+    elif where == "out/name is a file":
+        out.mkdir()
+        (out / name).write_text("not a folder")
+    else:  # as root no folder is unwritable: refuse what the check tries to create in it
+        def refused(*a, **k):
+            raise PermissionError(13, "Permission denied")
+        monkeypatch.setattr(folder_module.tempfile, "mkdtemp", refused)
+    result = invoke(*args, "--out", out, "--quiet" if command != "compare" else "--alpha=0.05")
+    assert result.exit_code == 2, result.output
+    line = one_line(result)
+    assert line.startswith(f"error: {out / name}: cannot create the results folder ("), line
+    if where == "out is unwritable":
+        assert "Permission denied" in line and not out.exists()  # what the check made, it removed
+
+
+def test_the_check_leaves_the_file_system_as_found(tmp_path, monkeypatch):
+    root = tmp_path / "new" / "deeper"
+    check_writable(root, "study")  # passes, and removes the folders it created
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    check_writable(tmp_path / "kept", "study")
+    assert list((tmp_path / "kept").iterdir()) == []  # an existing folder stays, nothing in it
+    monkeypatch.setattr(folder_module.tempfile, "mkdtemp", lambda **k: (_ for _ in ()).throw(OSError(28, "No space")))
+    with pytest.raises(MlnbError, match=r"deeper/study: cannot create the results folder \(No space\)"):
+        check_writable(root, "study")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+
+
+def test_a_study_failing_after_the_check_leaves_no_empty_folder(tmp_path):
+    out = tmp_path / "fresh"
+    result = invoke("run", QUICKSTART, "--out", out, "--set", "data.source=svmlight",
+                    "--set", f"data.svmlight.path={tmp_path / 'none.svm'}")
+    assert result.exit_code == 2 and "none.svm: no such file" in one_line(result)
+    assert not out.exists()
+
+
+# 2. Ctrl-C and SIGTERM -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_during_a_run_in_a_real_process(tmp_path, signum, code):
+    """The exit code is 128 + the signal number (143 for SIGTERM, 130 for Ctrl-C), after one line."""
+    process = subprocess.Popen([sys.executable, "-m", "mlnb.cli", "run", QUICKSTART, "--out", str(tmp_path),
+                                "--quiet", "--set", "data.synthetic.n_documents=200000"],
+                               cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)  # past the imports (about 1.5 s), into the study
+    assert process.poll() is None, "the run ended before the signal: make it larger"
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stderr
+    assert stderr == "interrupted\n" and stdout == ""
+    assert list(tmp_path.rglob(".partial-*")) == [] and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_while_the_folder_is_written_removes_the_staging_folder(tmp_path, hostile_data, monkeypatch,
+                                                                       signum, code):
+    from mlnb.report import plots
+
+    seen = []
+
+    def signalled(*args, **kwargs):
+        seen.extend(p.name for p in (tmp_path / "quickstart").iterdir())
+        os.kill(os.getpid(), signum)
+        time.sleep(1)  # the handler raises here
+
+    monkeypatch.setattr(plots, "auc_scatter", signalled)
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    result = invoke("run", QUICKSTART, "--out", tmp_path, *hostile_data)
+    assert result.exit_code == code and one_line(result) == "interrupted"
+    assert len(seen) == 1 and seen[0].startswith(".partial-")  # it existed when the signal came
+    assert list((tmp_path / "quickstart").iterdir()) == []
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # restored
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "curve"])
+def test_keyboard_interrupt_at_start_up(tmp_path, monkeypatch, command):
+    import mlnb.study
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mlnb.study, "load_dataset", interrupted)  # what run, sweep and curve read data with
+    args, _ = COMMANDS[command]
+    result = invoke(*args, "--out", tmp_path, "--quiet")
+    assert result.exit_code == 130 and one_line(result) == "interrupted"
+    assert list(tmp_path.iterdir()) == []
+
+
+# 3. compare reads completed folders only --------------------------------------------------------------
+
+def test_compare_refuses_partial_and_incomplete_folders(tmp_path, hostile_data):
+    done = completed_run(tmp_path / "runs", hostile_data)
+    partial = done.parent / ".partial-k3j2h1"
+    shutil.copytree(done, partial)  # looks complete inside, but its name says it is being written
+    result = invoke("compare", partial, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert one_line(result) == (f"error: {partial}: .partial-k3j2h1 is an unfinished results folder "
+                                "(a run still writing, or interrupted); expected a completed one")
+    inside = invoke("compare", partial / ".", "--out", tmp_path / "out")
+    assert inside.exit_code == 2 and "unfinished results folder" in one_line(inside)
+    incomplete = tmp_path / "copied"
+    shutil.copytree(done, incomplete)
+    (incomplete / "report.md").unlink()
+    result = invoke("compare", done, incomplete, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert one_line(result) == f"error: {incomplete}: not a completed results folder of mlnb run: no report.md"
+    assert not (tmp_path / "out").exists()
+    assert invoke("compare", done, "--out", tmp_path / "out").exit_code == 0
+
+
+# 4. no formulas in CSV files --------------------------------------------------------------------------
+
+def _text_cells(path: Path) -> list[str]:
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return list(frame.columns) + [v for column in frame.columns for v in frame[column]]
+
+
+def _assert_no_formula(path: Path):
+    for cell in _text_cells(path):
+        assert not cell.startswith(("=", "+", "@", "\t", "\r")), (path.name, cell)
+        if cell.startswith("-"):
+            float(cell)  # only numbers may start with a minus
+
+
+def test_write_csv_neutralises_text_and_keeps_numbers(tmp_path):
+    frame = pd.DataFrame({"=cmd|' /C calc'!A0": ["=1+2", "+A1", "-A1", "@SUM(A1)", "\tx", "\r=y", "-1", "+2.5",
+                                                  "-1e-3", "safe", "a\r=mid", None],
+                          "value": [-1.5, -2, 0, 3, -np.inf, np.nan, 1e-9, -7, 8, 9, 10, 11],
+                          "count": np.arange(-6, 6)})
+    _write_csv(frame, tmp_path / "t.csv")
+    back = pd.read_csv(tmp_path / "t.csv", keep_default_na=False, na_values=[""])
+    assert list(back.columns) == ["'=cmd|' /C calc'!A0", "value", "count"]
+    assert list(back.iloc[:11, 0].astype(str)) == ["'=1+2", "'+A1", "'-A1", "'@SUM(A1)", "'\tx", "'\r=y", "-1",
+                                                   "+2.5", "-1e-3", "safe", "a\r=mid"]
+    assert pd.isna(back.iloc[11, 0])
+    pd.testing.assert_series_equal(back["value"], frame["value"].astype(float))
+    pd.testing.assert_series_equal(back["count"], frame["count"])
+    with open(tmp_path / "t.csv", newline="") as file:  # a lone CR is quoted: no cell starts a row of its own
+        assert [len(row) for row in csv.reader(file)] == [3] * 13
+    assert list(frame.columns)[0].startswith("=") and frame.iloc[0, 0] == "=1+2"  # the caller's frame unchanged
+    _write_csv(pd.DataFrame({"name": ["x"], "n": [-1]}), tmp_path / "plain.csv")
+    assert (tmp_path / "plain.csv").read_text() == "name,n\nx,-1\n"  # without a CR nothing is quoted
+
+
+@pytest.mark.parametrize("task", ["multilabel", "multiclass"])
+def test_category_names_from_data_cannot_become_formulas(tmp_path, hostile_data, task):
+    extra = ["--set", f"task={task}"] + (["--set", "eval.decision=scut"] if task == "multilabel" else [])
+    folder = completed_run(tmp_path / "runs", [*hostile_data, *extra])
+    written = {p.name for p in folder.rglob("*.csv")}
+    assert {"metrics.csv", "comparison.csv"} <= written
+    assert ("decisions.csv" if task == "multilabel" else "confusion.csv") in written
+    for path in folder.rglob("*.csv"):
+        _assert_no_formula(path)
+    metrics = pd.read_csv(folder / "metrics.csv", dtype=str)
+    names = {"'" + n if not n.lstrip("-").isdigit() else n for n in HOSTILE}
+    assert names <= set(metrics.stack())
+    compared = invoke("compare", folder, "--out", tmp_path / "out")  # written by _write_study_folder
+    assert compared.exit_code == 0, compared.output
+    (again,) = (tmp_path / "out" / "compare").iterdir()
+    _assert_no_formula(again / "comparison.csv")
+    assert names <= set(pd.read_csv(again / "comparison.csv", dtype=str).stack())
