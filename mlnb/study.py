@@ -14,6 +14,8 @@ import difflib
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +34,7 @@ from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
 from mlnb.metrics.significance import mcnemar_test
 from mlnb.metrics.uncertainty import auc_confidence_intervals, bootstrap_intervals
 from mlnb.models import get_kind
+from mlnb.models._linear import prior_log_odds
 
 
 @dataclass
@@ -56,7 +59,7 @@ class ModelRun:
     scores: np.ndarray = None  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
     #                     a ranking score); multiclass, per-class joint scores J (softmax(J) = posterior)
 
-    @property
+    @cached_property  # used by every comparison and interval of the run: computed once
     def rank_scores(self) -> np.ndarray:
         """Scores that rank documents within a category: the log-odds, or for multiclass each class's
         log-odds against the rest, J_k − logsumexp_{j≠k} J_j (never saturated posteriors)."""
@@ -139,8 +142,7 @@ def held_out_scores(config: StudyConfig, name: str, X_train, Y_train, seed: int,
     return HeldOut(np.vstack(parts)[back], Y_train[rows[back]], model if split else None, seconds if split else None)
 
 
-@dataclass
-class HeldOut:
+class HeldOut(NamedTuple):
     """What ``held_out_scores`` gives: validation scores and labels, and for a split its model."""
 
     scores: np.ndarray  # (m, K) scores of held-out training documents
@@ -148,20 +150,14 @@ class HeldOut:
     model: object  # the split's model (fitted without them), or None for k-fold
     fit_seconds: float | None
 
-    def __iter__(self):  # S_val, Y_val, model = held_out_scores(...)
-        return iter((self.scores, self.labels, self.model))
-
-    def __getitem__(self, i):
-        return (self.scores, self.labels, self.model)[i]
-
 
 def untrainable_categories(Y_train) -> tuple[np.ndarray, np.ndarray]:
     """(indices of categories without a training positive or negative, every category's prior log-odds
     log((N + ½)/(N̄ + ½)) (K,))."""
     n = Y_train.shape[0]
     positives = np.asarray(Y_train.sum(axis=0), dtype=np.float64).ravel()
-    prior = np.log(positives + 0.5) - np.log(n - positives + 0.5)
-    return np.flatnonzero((positives == 0) | (positives == n)), prior.astype(np.float32)
+    return (np.flatnonzero((positives == 0) | (positives == n)),
+            prior_log_odds(positives, n).astype(np.float32))
 
 
 def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -227,7 +223,7 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
                 if name not in held:
                     with progress.status(f"held-out scores of {name} ({ev.validation})"):
                         held[name] = held_out_scores(config, name, X_train, Y_train, seed, labels)
-                S_val, Y_val, _ = held[name]
+                S_val, Y_val = held[name].scores, held[name].labels
                 if ev.untrainable == "prior":
                     S_val = _by_prior(S_val, untrainable, prior)
                 validation = (S_val, Y_val)

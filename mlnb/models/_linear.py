@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import Parallel, delayed
 from scipy.special import expit
 
+from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._scoring import linear_scores
 
@@ -91,6 +93,46 @@ def as_one_hot(Y, n_documents: int, n_classes: int | None = None, min_classes: i
     if n_classes is not None and Y.shape[1] != n_classes:
         raise MlnbError(f"Y has {Y.shape[1]} classes, but the model has {n_classes}")
     return Y
+
+
+def prior_log_odds(counts, n: int, link: str = "sigmoid") -> np.ndarray:
+    """Each category's smoothed training prior (K,) float64 from its document counts N (K,):
+    sigmoid (one-vs-rest) log((N + ½)/(n − N + ½)), finite even for N = 0 or n; softmax (one class
+    per document) log((N_c + ½)/(n + ½K)), whose exponentials sum to one."""
+    N = np.asarray(counts, dtype=np.float64).ravel()
+    if link == "softmax":
+        return np.log(N + 0.5) - np.log(n + 0.5 * N.size)
+    return np.log(N + 0.5) - np.log(n - N + 0.5)
+
+
+def fit_each_category(X, Y: sp.csr_matrix, fit_one, n_jobs: int = 1, description: str = "categories"):
+    """One-vs-rest with a per-category binary learner, stacked into one linear model.
+
+    ``fit_one(X, y)`` fits one category (y: 0/1 int8 (n,)) and returns (coef (V,), intercept, *extra);
+    categories are fitted in parallel by joblib (``n_jobs``). Categories without a positive or a
+    negative document are not fitted: w_k = 0 and b_k = their prior log-odds.
+    Returns (W (V × K) float32, b (K,) float32, untrainable category indices, {k: extra}).
+    """
+    Y = Y.tocsc()
+    n, K = Y.shape
+    positives = np.diff(Y.indptr)  # (K,) N_k
+    trainable = (positives > 0) & (positives < n)
+    W = np.zeros((X.shape[1], K), dtype=np.float32)  # (V, K)
+    b = prior_log_odds(positives, n).astype(np.float32)  # (K,)
+
+    def labels(k):
+        y = np.zeros(n, dtype=np.int8)
+        y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = 1
+        return y
+
+    todo = np.flatnonzero(trainable)
+    fitted = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(fit_one)(X, labels(k)) for k in todo)
+    extras = {}
+    for k, (coef, intercept, *extra) in zip(todo, progress.track(fitted, total=len(todo), description=description)):
+        W[:, k] = coef
+        b[k] = intercept
+        extras[int(k)] = extra
+    return W, b, np.flatnonzero(~trainable), extras
 
 
 def log_odds_to_proba(scores: np.ndarray) -> np.ndarray:

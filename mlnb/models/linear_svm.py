@@ -28,16 +28,15 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
-from mlnb import progress
 from mlnb.errors import MlnbError
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, fit_each_category
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
@@ -161,28 +160,11 @@ class LinearSVM(LinearMultilabelModel, BaseEstimator):
         params = self._svc_params()
         X = as_csr_float32(X)
         X64 = X.astype(np.float64)  # liblinear's type, converted once rather than once per category
-        Y = as_label_matrix(Y, X.shape[0]).tocsc()
-        n, K = Y.shape
-        positives = np.diff(Y.indptr)  # (K,) N_k
-        trainable = (positives > 0) & (positives < n)
-        self.untrainable_categories_ = np.flatnonzero(~trainable)
-        W = np.zeros((X.shape[1], K), dtype=np.float32)  # (V, K)
-        with np.errstate(divide="ignore"):
-            b = (np.log(positives + 0.5) - np.log(n - positives + 0.5)).astype(np.float32)  # (K,)
-        n_iter = np.zeros(K, dtype=np.int64)
-
-        def labels(k):
-            y = np.zeros(n, dtype=np.int8)
-            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = 1
-            return y
-
-        todo = np.flatnonzero(trainable)
-        jobs = (delayed(_fit_one_category)(X64, labels(k), params) for k in todo)
-        fitted = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
-        for k, (coef, intercept, iterations) in zip(todo, progress.track(fitted, total=len(todo),
-                                                                         description="linear SVM (liblinear)")):
-            W[:, k] = coef
-            b[k] = intercept
+        Y = as_label_matrix(Y, X.shape[0])
+        W, b, self.untrainable_categories_, extras = fit_each_category(
+            X64, Y, partial(_fit_one_category, params=params), self.n_jobs, "linear SVM (liblinear)")
+        n_iter = np.zeros(Y.shape[1], dtype=np.int64)
+        for k, (iterations,) in extras.items():
             n_iter[k] = iterations
         self.n_iter_ = n_iter
         self.unconverged_categories_ = np.flatnonzero(n_iter >= self.max_iter)

@@ -47,7 +47,7 @@ from sklearn.base import BaseEstimator
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, as_one_hot
+from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, as_one_hot, prior_log_odds
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
@@ -99,10 +99,9 @@ def _prior_loss(Y, link: str) -> float:
     document and category; multiclass logsumexp(b) − Σ_c N_c·b_c / n per document."""
     n, K = Y.shape
     N = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
+    b = prior_log_odds(N, n, link)
     if link == "softmax":
-        b = np.log(N + 0.5) - np.log(n + 0.5 * K)
         return float(logsumexp(b) - N @ b / n)
-    b = np.log(N + 0.5) - np.log(n - N + 0.5)
     return float((N @ np.logaddexp(0.0, -b) + (n - N) @ np.logaddexp(0.0, b)) / (n * K))
 
 
@@ -227,12 +226,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         X.indptr = X.indptr.astype(np.int64)
         W = np.zeros((V, K), dtype=np.float32) if coef_init is None else \
             np.array(coef_init, dtype=np.float32, order="C", copy=True)
-        if intercept_init is None and link == "softmax":  # log class frequencies, log((N_c + ½)/(n + ½K))
-            counts = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
-            b = (np.log(counts + 0.5) - np.log(n + 0.5 * K)).astype(np.float32)
-        elif intercept_init is None:  # start at each category's base rate, log((N + ½)/(n − N + ½))
-            positives = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()
-            b = (np.log(positives + 0.5) - np.log(n - positives + 0.5)).astype(np.float32)
+        if intercept_init is None:  # start at each category's (class's) smoothed training prior
+            b = prior_log_odds(Y.sum(axis=0), n, link).astype(np.float32)
         else:
             b = np.array(intercept_init, dtype=np.float32, copy=True)
         if W.shape != (V, K) or b.shape != (K,):

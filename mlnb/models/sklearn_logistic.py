@@ -16,15 +16,14 @@ fitted; it gets w_k = 0 and the prior log-odds log((N + ½)/(N̄ + ½)).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import SGDClassifier
 
-from mlnb import progress
 from mlnb.errors import MlnbError
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, fit_each_category
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
@@ -109,27 +108,9 @@ class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
         """Fit every category on X (n × V) and Y (n × K, 0/1)."""
         params = self._sgd_params()
         X = as_csr_float32(X)
-        Y = as_label_matrix(Y, X.shape[0]).tocsc()
-        n, K = Y.shape
-        positives = np.diff(Y.indptr)
-        trainable = (positives > 0) & (positives < n)
-        self.untrainable_categories_ = np.flatnonzero(~trainable)
-        W = np.zeros((X.shape[1], K), dtype=np.float32)
-        with np.errstate(divide="ignore"):
-            b = (np.log(positives + 0.5) - np.log(n - positives + 0.5)).astype(np.float32)
-
-        def labels(k):
-            y = np.zeros(n, dtype=np.int8)
-            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = 1
-            return y
-
-        todo = np.flatnonzero(trainable)
-        jobs = (delayed(_fit_one_category)(X, labels(k), params) for k in todo)
-        fitted = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
-        for k, (coef, intercept) in zip(todo, progress.track(fitted, total=len(todo),
-                                                             description="LR (sklearn SGD)")):
-            W[:, k] = coef
-            b[k] = intercept
+        Y = as_label_matrix(Y, X.shape[0])
+        W, b, self.untrainable_categories_, _ = fit_each_category(
+            X, Y, partial(_fit_one_category, params=params), self.n_jobs, "LR (sklearn SGD)")
         self.n_features_in_ = X.shape[1]
         self.weights_ = W  # (V, K)
         self.bias_ = b  # (K,)
