@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import re
 import tomllib
 import typing
@@ -27,16 +28,29 @@ from mlnb.options import option, section
 
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
+# Upper bounds of the keys that size an allocation: far above any real corpus (RCV1: 804,414
+# documents, 47,236 features, 103 categories), far below what would end in a MemoryError before a
+# word of output. What a run needs within them is estimated by mlnb.budget before any data is read.
+MAX_DOCUMENTS = 10**9
+MAX_FEATURES = 2**31 - 1  # scipy's int32 column indices
+MAX_CATEGORIES = 10**6
+MAX_ROC_POINTS = 100_000
+MAX_JOBS = 256  # n_jobs of any model kind: processes, each with its own interpreter and a copy of its data
+
 
 @dataclass
 class SyntheticConfig:
-    n_documents: int = option(20_000, "documents generated, train and test together (RCV1: 804414)", min=2)
-    n_features: int = option(10_000, "vocabulary size (RCV1: 47236)", min=2)
-    n_categories: int = option(103, "categories, 4 roots plus a two-level hierarchy (RCV1: 103)", min=1)
-    words_per_document: float = option(77.0, "mean distinct words per document (RCV1: ~77)", min=1)
+    n_documents: int = option(20_000, "documents generated, train and test together (RCV1: 804414)", min=2,
+                              max=MAX_DOCUMENTS)
+    n_features: int = option(10_000, "vocabulary size (RCV1: 47236)", min=2, max=MAX_FEATURES)
+    n_categories: int = option(103, "categories, 4 roots plus a two-level hierarchy (RCV1: 103)", min=1,
+                               max=MAX_CATEGORIES)
+    words_per_document: float = option(77.0, "mean distinct words per document (RCV1: ~77)", min=1,
+                                       max=MAX_FEATURES)
     extra_topics: float = option(0.75, "mean topic picks beyond the first; sets labels per document", min=0)
     topical_fraction: float = option(0.25, "share of tokens drawn from the document's topics", min=0, max=1)
-    topic_words: int = option(200, "words in each topic's own vocabulary", min=1)
+    topic_words: int = option(200, "words in each topic's own vocabulary (at most n_features − min(50, "
+                              "n_features/10): the commonest words are nobody's topic words)", min=1, max=MAX_FEATURES)
     zipf_exponent: float = option(1.0, "exponent of the background word-frequency law", min=0,
                                   exclusive_min=True)
 
@@ -45,9 +59,9 @@ class SyntheticConfig:
 class SvmlightConfig:
     path: str = option("", "LIBSVM multilabel file (plain, .gz or .bz2); relative to the working directory")
     test_path: str = option("", "optional separate test file; empty = seeded random split of `path`")
-    n_features: int = option(0, "number of features; 0 = the largest index seen", min=0)
+    n_features: int = option(0, "number of features; 0 = the largest index seen", min=0, max=MAX_FEATURES)
     index_base: int = option(1, "index of the first feature: 1 (LIBSVM) or 0", choices=(0, 1))
-    n_categories: int = option(0, "number of categories; 0 = largest label id + 1", min=0)
+    n_categories: int = option(0, "number of categories; 0 = largest label id + 1", min=0, max=MAX_CATEGORIES)
     category_names_path: str = option("", "optional file with one category name per line, in id order")
 
 
@@ -115,10 +129,25 @@ class BundledConfig:
 
 
 @dataclass
+class ShardsConfig:
+    path: str = option("", "folder of binary shards with their manifest.json, written by `mlnb convert`")
+    test_path: str = option("", "optional folder of test shards; empty = a seeded hash split of `path`")
+
+
+#: sources that can be read chunk by chunk (data.streaming = true)
+STREAMING_SOURCES = ("svmlight", "text", "shards")
+
+
+@dataclass
 class DataConfig:
     source: str = option("synthetic", "where documents come from",
                          choices=("synthetic", "svmlight", "rcv1", "lyrl2004", "reuters21578", "arff", "text",
-                                  "bundled"))
+                                  "bundled", "shards"))
+    streaming: bool = option(False, "read the data chunk by chunk instead of whole (sources svmlight, text, shards): "
+                             "memory independent of the corpus size; the split is a seeded hash of each document")
+    chunk_size: int = option(10_000, "streaming: documents per chunk read", min=1, max=10_000_000)
+    shuffle_buffer: int = option(8, "streaming: logistic regression shuffles documents within this many chunks "
+                                 "(1 = within each chunk)", min=1, max=10_000)
     test_fraction: float = option(0.5, "share of documents held out for testing (random split)",
                                   min=0, max=1, exclusive_min=True, exclusive_max=True)
     max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
@@ -130,6 +159,7 @@ class DataConfig:
     arff: ArffConfig = section(ArffConfig)
     text: TextConfig = section(TextConfig)
     bundled: BundledConfig = section(BundledConfig)
+    shards: ShardsConfig = section(ShardsConfig)
 
 
 @dataclass
@@ -146,7 +176,7 @@ class FeaturesConfig:
     stop_words: str = option("none", "text sources: drop scikit-learn's English stop words",
                              choices=("none", "english"))
     hash_features: int = option(2**18, "text sources: number of hashed features (vectorizer = 'hashing')",
-                                min=1)
+                                min=1, max=MAX_FEATURES)
 
 
 DECISION_RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
@@ -156,7 +186,8 @@ DECISION_RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
 class EvalConfig:
     threshold: float = option(0.5, "probability cut for accuracy, precision, recall, F1",
                               min=0, max=1, exclusive_min=True, exclusive_max=True)
-    roc_points: int = option(101, "points of the FPR grid (x from 0 to 1) for ROC and lift", min=2)
+    roc_points: int = option(101, "points of the FPR grid (x from 0 to 1) for ROC and lift", min=2,
+                             max=MAX_ROC_POINTS)
     top_k: int = option(2, "k of precision@k (multilabel: true categories among the k best-scored, per "
                         "document) and of top-k accuracy (multiclass)", min=1)
     decision: str = option("fixed", "multilabel decision rule: 'fixed' (probability cut eval.threshold), 'scut' "
@@ -179,7 +210,7 @@ class EvalConfig:
                              "the test part", choices=("split", "kfold"))
     validation_fraction: float = option(0.2, "split: share of the training part held out", min=0, max=1,
                                         exclusive_min=True, exclusive_max=True)
-    folds: int = option(5, "kfold: number of folds", min=2)
+    folds: int = option(5, "kfold: number of folds", min=2, max=1000)
     refit: bool = option(False, "split: after the decision rule or calibration learned on the validation split, "
                          "keep the model fitted without the validation documents, whose scores the thresholds "
                          "fit (false), or refit it on the whole training part (true; a minibatch model's score "
@@ -190,7 +221,7 @@ class EvalConfig:
                               "scores them by the training prior; 'keep' them as the models scored them",
                               choices=("exclude", "prior", "keep"))
     bootstrap: int = option(200, "bootstrap resamples of the test documents for the confidence intervals "
-                            "of the summary metrics; 0 = none", min=0)
+                            "of the summary metrics; 0 = none", min=0, max=100_000)
     confidence: float = option(0.95, "level of the confidence intervals (bootstrap, DeLong)", min=0, max=1,
                                exclusive_min=True, exclusive_max=True)
 
@@ -227,19 +258,20 @@ class SweepConfig:
     validation_fraction: float = option(0.2, "share of the training part held out to score settings "
                                         "(the test part is never used)", min=0, max=1, exclusive_min=True,
                                         exclusive_max=True)
-    random_samples: int = option(0, "try this many seeded random settings of the grid; 0 = all", min=0)
+    random_samples: int = option(0, "try this many seeded random settings of the grid; 0 = all", min=0,
+                                 max=100_000)
 
 
 @dataclass
 class CurveConfig:
     sizes: list[int] = option([], "training sizes; empty = 8 log-spaced sizes from 100 to all training documents",
-                              min=1)
-    seeds: int = option(3, "training samples (seeds) per size", min=1)
+                              min=1, max=MAX_DOCUMENTS)
+    seeds: int = option(3, "training samples (seeds) per size", min=1, max=1000)
     schedule: str = option("fixed_updates", "minibatch models at smaller sizes: 'fixed_updates' keeps the "
                            "number of minibatch updates of the full-size fit (smaller batches, more passes, "
                            "at most curve.max_passes); 'as_config' uses the config's batch_size and npasses "
                            "at every size", choices=("fixed_updates", "as_config"))
-    max_passes: int = option(200, "fixed_updates: the most passes a small sample gets", min=1)
+    max_passes: int = option(200, "fixed_updates: the most passes a small sample gets", min=1, max=100_000)
 
 
 @dataclass
@@ -268,6 +300,26 @@ def _default_models() -> dict[str, ModelSpec]:
     return {name: ModelSpec(name, kind, KINDS[kind].options()) for name, kind in DEFAULT_MODELS.items()}
 
 
+ENGINES = ("local", "dask")
+
+
+@dataclass
+class EngineConfig:
+    kind: str = option("local", "where a streaming study runs: 'local' (this process) or 'dask' (a Dask cluster: "
+                       "workers read their own partitions)", choices=ENGINES)
+    address: str = option("", "dask: address of a running scheduler (e.g. 'tcp://10.0.0.5:8786'); empty = start a "
+                          "LocalCluster on this machine")
+    n_workers: int = option(2, "dask LocalCluster: worker processes", min=1, max=256)
+    threads_per_worker: int = option(1, "dask LocalCluster: threads per worker", min=1, max=256)
+    timeout: float = option(30.0, "dask: seconds to wait for the scheduler (and for workers to appear)",
+                            min=0, exclusive_min=True, max=86_400)
+    retries: int = option(1, "dask: times a task is retried on another worker when its worker dies", min=0, max=10)
+    spill_folder: str = option("", "streaming: folder for the test scores on disk while they are evaluated (documents "
+                               "× categories float32 per model; deleted after the run); empty = the system's temporary "
+                               "folder. On a cluster of several machines it must be a folder every worker and this "
+                               "machine share")
+
+
 @dataclass
 class StudyConfig:
     name: str = option("", "name of the study; empty = the config file's name")
@@ -282,6 +334,7 @@ class StudyConfig:
     report: ReportConfig = section(ReportConfig)
     sweep: SweepConfig = section(SweepConfig)
     curve: CurveConfig = section(CurveConfig)
+    engine: EngineConfig = section(EngineConfig)
 
     def study_models(self) -> list[ModelSpec]:
         """The enabled models, in config order."""
@@ -407,6 +460,10 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
                                 f"{' and '.join(map(repr, owners))}, not of {kind.name!r} (models.{name}.kind)")
             raise _unknown_key(origin, prefix, key, list(MODEL_KEYS) + option_names)
     options = _build(kind.options, table, prefix, source, overridden, set_label)
+    n_jobs = getattr(options, "n_jobs", None)
+    if isinstance(n_jobs, int) and n_jobs > MAX_JOBS:
+        raise MlnbError(f"{_origin(prefix + 'n_jobs', source, overridden, set_label)}: {prefix}n_jobs: expected a value "
+                        f"<= {MAX_JOBS} (worker processes; this machine has {os.cpu_count()} cores), got {n_jobs}")
     return ModelSpec(name=name, kind=kind.name, options=options, **generic)
 
 
@@ -471,6 +528,7 @@ def _check_study(config: StudyConfig, origin: str) -> None:
             raise MlnbError(f"{origin}: models.{spec.name}: {error}") from None
     if config.task == "multiclass":
         _check_multiclass_data(config, origin)
+    _check_streaming(config, origin)
     rules = {config.eval.decision} | {spec.decision for spec in models if spec.decision}
     if config.eval.decision_metric != "f1" and "scutfbr" in rules:
         raise MlnbError(f"{origin}: eval.decision_metric = {config.eval.decision_metric!r} with scutfbr: its fallback "
@@ -478,6 +536,49 @@ def _check_study(config: StudyConfig, origin: str) -> None:
     if config.sweep.model != "auto" and config.sweep.model not in names:
         raise MlnbError(f"{origin}: sweep.model = {config.sweep.model!r}: expected 'auto' or an enabled model "
                         f"({', '.join(names)}); {why(config.sweep.model)}")
+
+
+#: model kinds that can learn from a stream of chunks: NB sums chunk counts, LR steps through minibatches
+STREAMING_KINDS = ("naive_bayes", "logistic", "nb_logistic")
+
+
+def _check_streaming(config: StudyConfig, origin: str) -> None:
+    """What a study read chunk by chunk (data.streaming) or run on Dask can and cannot do.
+
+    Each refusal is something that needs the whole corpus in memory or a second kind of pass
+    that streaming does not make; the message says what to use instead.
+    """
+    data, ev = config.data, config.eval
+    if config.engine.kind == "dask" and not data.streaming:
+        raise MlnbError(f"{origin}: engine.kind = 'dask' runs streaming studies: set data.streaming = true (sources "
+                        f"{', '.join(STREAMING_SOURCES)})")
+    if not data.streaming:
+        return
+    if data.source not in STREAMING_SOURCES:
+        raise MlnbError(f"{origin}: data.streaming = true: data.source = {data.source!r} is read whole; sources read "
+                        f"chunk by chunk: {', '.join(STREAMING_SOURCES)} (`mlnb convert` writes shards from any source)")
+    if config.task != "multilabel":
+        raise MlnbError(f"{origin}: data.streaming = true does task = 'multilabel' only (got {config.task!r})")
+    for spec in config.study_models():
+        if spec.kind not in STREAMING_KINDS:
+            raise MlnbError(f"{origin}: models.{spec.name}: kind {spec.kind!r} cannot learn from a stream "
+                            f"(data.streaming = true); kinds that can: {', '.join(STREAMING_KINDS)}")
+        rule = spec.decision or ev.decision
+        if rule not in ("fixed", "rcut"):
+            key = f"models.{spec.name}.decision" if spec.decision else "eval.decision"
+            raise MlnbError(f"{origin}: {key} = {rule!r}: with data.streaming = true the decision rules are 'fixed' "
+                            "and 'rcut' (the others learn from held-out scores, which streaming does not keep)")
+    if ev.calibration != "none":
+        raise MlnbError(f"{origin}: eval.calibration = {ev.calibration!r}: not available with data.streaming = true "
+                        "(it learns from held-out scores); use 'none'")
+    features = config.features
+    if features.transform != "none" or features.min_df or features.max_features:
+        raise MlnbError(f"{origin}: features.transform / min_df / max_features need a pass over the whole training "
+                        "corpus before training; with data.streaming = true use transform = 'none', min_df = 0, "
+                        "max_features = 0 (or transform the data before `mlnb convert`)")
+    if data.max_train_documents:
+        raise MlnbError(f"{origin}: data.max_train_documents needs the whole corpus to sample from; with "
+                        "data.streaming = true use data.test_fraction or a smaller set of shards")
 
 
 def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
@@ -575,10 +676,12 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
     if path is not None:
         path = Path(path)
         source = str(path)
+        if path.is_dir():
+            raise MlnbError(f"{path}: is a directory; expected a config file (TOML)")
         if not path.is_file():
             raise MlnbError(f"{path}: no such config file")
-        try:
-            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        try:  # utf-8-sig: a byte-order mark (as some Windows editors write) is not part of the TOML
+            table = tomllib.loads(path.read_text(encoding="utf-8-sig"))
         except tomllib.TOMLDecodeError as error:
             raise MlnbError(f"{path}: not valid TOML ({error})") from None
         except UnicodeDecodeError:

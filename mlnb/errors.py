@@ -9,3 +9,8 @@ scikit-learn's (which raises ``ValueError`` for bad input).
 
 class MlnbError(ValueError):
     """Bad input, explained in one line that names the file, line or key."""
+
+
+class MlnbWarning(UserWarning):
+    """Input that mlnb accepts but that the user should know about (e.g. a label found only in the
+    test part), in one line; the CLI prints it as ``warning: ...`` on stderr."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb.data.validate import check_scores
 from mlnb.errors import MlnbError
 
 SCORES_FILE = "scores.npz"
@@ -65,7 +66,7 @@ def load_scores(folder) -> SavedRun:
         raise MlnbError(f"{folder}: no {SCORES_FILE} (run with report.save_scores = true to compare later)")
     try:
         saved = _read_saved_run(folder, path)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as error:  # EOFError: an empty file
         raise MlnbError(f"{path}: not a readable mlnb scores file ({type(error).__name__}: {error})") from None
     # checked after the scores so that a damaged scores file is named as such
     missing = [name for name in RUN_FILES if not (folder / name).is_file()]
@@ -74,15 +75,71 @@ def load_scores(folder) -> SavedRun:
     return saved
 
 
+def _array(saved, name: str, path: Path, kinds: str, ndim: int) -> np.ndarray:
+    """Array ``name`` of the scores file, of a dtype kind in ``kinds`` and ``ndim`` dimensions."""
+    if name not in saved:
+        raise MlnbError(f"{path}: no array {name!r}; not a scores file written by mlnb run")
+    value = saved[name]
+    if value.dtype.kind not in kinds or value.ndim != ndim:
+        raise MlnbError(f"{path}: array {name!r} has dtype {value.dtype} and shape {value.shape}; expected "
+                        f"{'integers' if kinds == 'iu' else 'numbers' if 'f' in kinds else 'strings'} in "
+                        f"{ndim} dimension{'s' if ndim != 1 else ''}")
+    return value
+
+
+def _labels(saved, path: Path) -> sp.csr_matrix:
+    """The test labels (documents × categories, 0/1 CSR), every array checked against the others."""
+    shape = _array(saved, "labels_shape", path, "iu", 1)
+    if shape.size != 2 or (shape < 0).any():
+        raise MlnbError(f"{path}: array 'labels_shape' is {shape.tolist()}; expected [documents, categories]")
+    n, K = (int(v) for v in shape)
+    indptr = _array(saved, "labels_indptr", path, "iu", 1)
+    indices = _array(saved, "labels_indices", path, "iu", 1)
+    if indptr.size != n + 1 or indptr[0] != 0 or (np.diff(indptr) < 0).any() or indptr[-1] != indices.size:
+        raise MlnbError(f"{path}: array 'labels_indptr' ({indptr.size} values) does not describe {n} documents "
+                        f"with the {indices.size} entries of 'labels_indices'; the file is damaged")
+    beyond = np.flatnonzero((indices < 0) | (indices >= K))
+    if beyond.size:
+        row = int(np.searchsorted(indptr, beyond[0], side="right")) - 1
+        raise MlnbError(f"{path}: array 'labels_indices' gives test document {row} the category "
+                        f"{indices[beyond[0]]}, outside the {K} categories (0..{K - 1}); the file is damaged")
+    Y = sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices.astype(np.int32), indptr), shape=(n, K))
+    if not Y.has_canonical_format:  # a category twice in one row
+        raise MlnbError(f"{path}: array 'labels_indices' repeats a category within a test document or is "
+                        "unsorted; the file is damaged")
+    return Y
+
+
 def _read_saved_run(folder: Path, path: Path) -> SavedRun:
     with np.load(path, allow_pickle=False) as saved:
-        shape = tuple(saved["labels_shape"])
-        indices = saved["labels_indices"]
-        Y = sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, saved["labels_indptr"]), shape=shape)
-        keys = [str(k) for k in saved["model_keys"]]
-        return SavedRun(folder=folder, Y_test=Y, scores={k: saved[f"scores_{k}"] for k in keys},
-                        labels=dict(zip(keys, map(str, saved["model_labels"]))),
-                        category_names=[str(c) for c in saved["category_names"]],
-                        train_positives=saved["train_positives"],
-                        task=str(saved["task"]) if "task" in saved else "multilabel",
-                        excluded=saved["excluded"] if "excluded" in saved else np.empty(0, dtype=np.int64))
+        Y = _labels(saved, path)
+        n, K = Y.shape
+        names = _array(saved, "category_names", path, "U", 1)
+        positives = _array(saved, "train_positives", path, "iuf", 1)
+        keys = [str(k) for k in _array(saved, "model_keys", path, "U", 1)]
+        labels = [str(k) for k in _array(saved, "model_labels", path, "U", 1)]
+        for name, array, expected in (("category_names", names, K), ("train_positives", positives, K),
+                                      ("model_labels", labels, len(keys))):
+            if len(array) != expected:
+                raise MlnbError(f"{path}: array {name!r} has {len(array)} values; expected {expected} "
+                                f"({'one per model key' if name == 'model_labels' else 'one per category'})")
+        task = str(saved["task"]) if "task" in saved else "multilabel"
+        if task not in ("multilabel", "multiclass"):
+            raise MlnbError(f"{path}: array 'task' is {task!r}; expected 'multilabel' or 'multiclass'")
+        if task == "multiclass" and (np.diff(Y.indptr) != 1).any():
+            row = int(np.flatnonzero(np.diff(Y.indptr) != 1)[0])
+            raise MlnbError(f"{path}: multiclass test document {row} has {np.diff(Y.indptr)[row]} classes in "
+                            "'labels_indices'; expected exactly one")
+        excluded = _array(saved, "excluded", path, "iu", 1) if "excluded" in saved else np.empty(0, dtype=np.int64)
+        if ((excluded < 0) | (excluded >= K)).any():
+            raise MlnbError(f"{path}: array 'excluded' holds category {excluded[(excluded < 0) | (excluded >= K)][0]}, "
+                            f"outside the {K} categories")
+        scores = {}
+        for key in keys:
+            try:
+                scores[key] = check_scores(_array(saved, f"scores_{key}", path, "iuf", 2), f"scores_{key}", (n, K))
+            except MlnbError as error:
+                raise MlnbError(f"{path}: model {key!r}: {error}") from None
+        return SavedRun(folder=folder, Y_test=Y, scores=scores, labels=dict(zip(keys, labels)),
+                        category_names=[str(c) for c in names], train_positives=positives, task=task,
+                        excluded=excluded.astype(np.int64))

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
+from mlnb.budget import DataShape, check_budget
 from mlnb.config import StudyConfig, fit_order
 from mlnb.data.dataset import Dataset
 from mlnb.data.sources import load_dataset
@@ -260,29 +261,44 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     with progress.status("loading data"):
         dataset = load_dataset(config.data, config.seed, config.features, config.task)
-    if config.report.category_name:
-        names = list(dataset.category_names)
-        if config.report.category_name not in names:
-            close = difflib.get_close_matches(config.report.category_name, names, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise MlnbError(f"report.category_name = {config.report.category_name!r} is not a category of "
-                            f"the data{hint}")
-    elif not 0 <= config.report.category < dataset.n_categories:
-        raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
-                        f"{dataset.n_categories} categories (0..{dataset.n_categories - 1})")
-    for spec in config.study_models():
-        per_category = getattr(spec.options, "lrate_per_category", [])
-        if per_category and len(per_category) != dataset.n_categories:
-            raise MlnbError(f"models.{spec.name}.lrate_per_category has {len(per_category)} values but the "
-                            f"data has {dataset.n_categories} categories")
+    _check_against_data(config, dataset.category_names)
+    check_budget(config, DataShape(int(dataset.train_index.size), int(dataset.test_index.size), dataset.n_features,
+                                   dataset.n_categories, int(dataset.X.nnz)))  # the data's real shape now
+    if any(spec.kind in ("naive_bayes", "nb_logistic") and getattr(spec.options, "event_model", "multinomial")
+           in ("multinomial", "bernoulli", "complement") for spec in config.study_models()):
+        dataset.check_non_negative()  # the test part too, with the file and line of the first bad value
     features = FeatureTransform(config.features.transform, config.features.min_df,
                                 config.features.max_features)
     features.fit(dataset.X_train)
     return dataset, features
 
 
+def _check_against_data(config: StudyConfig, category_names) -> None:
+    """The keys that name categories, checked against the categories the data has."""
+    n_categories = len(category_names)
+    if config.report.category_name:
+        names = list(category_names)
+        if config.report.category_name not in names:
+            close = difflib.get_close_matches(config.report.category_name, names, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise MlnbError(f"report.category_name = {config.report.category_name!r} is not a category of "
+                            f"the data{hint}")
+    elif not 0 <= config.report.category < n_categories:
+        raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
+                        f"{n_categories} categories (0..{n_categories - 1})")
+    for spec in config.study_models():
+        per_category = getattr(spec.options, "lrate_per_category", [])
+        if per_category and len(per_category) != n_categories:
+            raise MlnbError(f"models.{spec.name}.lrate_per_category has {len(per_category)} values but the "
+                            f"data has {n_categories} categories")
+
+
 def run_study(config: StudyConfig) -> StudyResult:
     """Fit every enabled model on the training part, evaluate it on the test part, compare pairs."""
+    if config.data.streaming:
+        from mlnb.study_streaming import run_streaming_study
+
+        return run_streaming_study(config)
     started = time.perf_counter()
     dataset, features = prepare_data(config)
     if config.report.category_name:  # the name decides; the resolved config records the index too

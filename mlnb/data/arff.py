@@ -36,7 +36,8 @@ from xml.parsers import expat
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb.data.dataset import Dataset
+from mlnb.data.dataset import Dataset, RowOrigin
+from mlnb.data.validate import check_features, existing_file
 from mlnb.errors import MlnbError
 
 _NUMERIC_TYPES = {"numeric", "real", "integer"}
@@ -69,14 +70,14 @@ class _Parsed:
     Y: sp.csr_matrix
     feature_names: list[str]
     attributes: list[_Attribute]
+    row_lines: np.ndarray  # (documents,) the line of each row
 
 
 # -- reading text --------------------------------------------------------------------------------
 
 def _read_lines(path: Path, what: str) -> list[str]:
     """The file's lines (UTF-8, BOM allowed), or an MlnbError for a missing or undecodable file."""
-    if not path.is_file():
-        raise MlnbError(f"{path}: no such file ({what})")
+    existing_file(path, what)
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
@@ -375,8 +376,9 @@ def _parse(path, label_names, label_lines=None, xml_path=None, reference=None) -
                       shape=(n_rows, len(label_names)), dtype=np.int8)
     X.sort_indices()
     Y.sort_indices()
+    X = check_features(X, str(path), row_lines=numbers)  # as every source: |x| within float32 scoring's reach
     feature_names = [a.name for a, label in zip(attributes, is_label) if not label]
-    return _Parsed(X, Y, feature_names, attributes)
+    return _Parsed(X, Y, feature_names, attributes, numbers)
 
 
 # -- public API ----------------------------------------------------------------------------------
@@ -394,8 +396,7 @@ def read_arff(path: str | os.PathLike, label_names: list[str]):
 
 def _read_label_declarations(xml_path: Path) -> list[tuple[str, int]]:
     """(name, line) of every <label> element, nested ones included, in document order."""
-    if not xml_path.is_file():
-        raise MlnbError(f"{xml_path}: no such file (Mulan label XML)")
+    existing_file(xml_path, "Mulan label XML")
     data = xml_path.read_bytes()
     if not data.strip():
         raise MlnbError(f"{xml_path}:1: empty file; expected <labels><label name=\"...\"/>...</labels>")
@@ -451,5 +452,7 @@ def load_arff_dataset(train_path, test_path, xml_path, name: str | None = None) 
     lines = [line for _, line in declarations]
     train = _parse(train_path, labels, lines, xml_path)
     test = _parse(test_path, labels, lines, xml_path, reference=(Path(train_path), train.attributes))
-    return Dataset.from_train_test(train.X, train.Y, test.X, test.Y, labels, train.feature_names,
+    origins = [RowOrigin(str(path), parsed.X.shape[0], row_lines=parsed.row_lines)
+               for path, parsed in ((train_path, train), (test_path, test))]
+    return Dataset.from_train_test(train.X, train.Y, test.X, test.Y, labels, train.feature_names, origins=origins,
                                    name=name or xml_path.stem)

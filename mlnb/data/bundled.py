@@ -15,6 +15,7 @@ from sklearn import datasets
 from sklearn.model_selection import train_test_split
 
 from mlnb.data.dataset import Dataset
+from mlnb.data.validate import check_features
 from mlnb.errors import MlnbError
 
 LOADERS = {"iris": datasets.load_iris, "wine": datasets.load_wine,
@@ -35,5 +36,5 @@ def load_bundled(name: str, test_fraction: float = 0.5, seed: int = 0) -> Datase
     Y = sp.csr_matrix((np.ones(y.size, dtype=np.int8), (np.arange(y.size), y)), shape=(y.size, K))
     names = [str(n) for n in bunch.target_names] if hasattr(bunch, "target_names") else [str(k) for k in range(K)]
     features = [str(f) for f in bunch.feature_names] if hasattr(bunch, "feature_names") else None
-    return Dataset(X=sp.csr_matrix(np.asarray(bunch.data, dtype=np.float32)), Y=Y, category_names=names,
+    return Dataset(X=check_features(np.asarray(bunch.data), f"data.bundled.name = {name!r}"), Y=Y, category_names=names,
                    train_index=np.sort(train), test_index=np.sort(test), feature_names=features, name=name)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb.data.validate import check_features, check_labels, place
 from mlnb.errors import MlnbError
 
 
@@ -26,6 +27,8 @@ class Dataset:
     feature_names : list of V str, or None
     train_index, test_index : int arrays of row numbers, disjoint
     name : a short label for reports
+    origins : where the rows of X come from, in row order (``RowOrigin``s: a file and the lines of
+              its rows), so that a value refused later is named by file and line
     """
 
     X: sp.csr_matrix
@@ -35,6 +38,7 @@ class Dataset:
     test_index: np.ndarray
     feature_names: list | None = None
     name: str = "dataset"
+    origins: tuple = ()
 
     def __post_init__(self):
         n = self.X.shape[0]
@@ -48,17 +52,17 @@ class Dataset:
     # -- construction ------------------------------------------------------------------------
     @classmethod
     def from_arrays(cls, X, Y, category_names=None, feature_names=None, test_fraction=0.5,
-                    seed=0, name="dataset") -> "Dataset":
+                    seed=0, name="dataset", origins=()) -> "Dataset":
         """All documents in one pool, split at random with ``seed``."""
         X, Y = _as_X(X), _as_Y(Y)
         names = list(category_names) if category_names is not None else _default_names(Y.shape[1])
         train, test = random_split(X.shape[0], test_fraction, seed)
         return cls(X=X, Y=Y, category_names=names, feature_names=feature_names,
-                   train_index=train, test_index=test, name=name)
+                   train_index=train, test_index=test, name=name, origins=tuple(origins))
 
     @classmethod
     def from_train_test(cls, X_train, Y_train, X_test, Y_test, category_names=None,
-                        feature_names=None, name="dataset") -> "Dataset":
+                        feature_names=None, name="dataset", origins=()) -> "Dataset":
         """A given split: training rows first, then test rows."""
         X_train, X_test = _as_X(X_train), _as_X(X_test)
         Y_train, Y_test = _as_Y(Y_train), _as_Y(Y_test)
@@ -73,7 +77,7 @@ class Dataset:
         return cls(X=sp.vstack([X_train, X_test], format="csr"),
                    Y=sp.vstack([Y_train, Y_test], format="csr"), category_names=names,
                    feature_names=feature_names, train_index=np.arange(n_train),
-                   test_index=np.arange(n_train, n_train + n_test), name=name)
+                   test_index=np.arange(n_train, n_train + n_test), name=name, origins=tuple(origins))
 
     def split_by_counts(self, train_size: int = 0, test_size: int = 0, test_fraction: float = 0.5,
                         seed: int = 0) -> "Dataset":
@@ -126,6 +130,25 @@ class Dataset:
     def n_categories(self) -> int:
         return self.Y.shape[1]
 
+    def place(self, row: int) -> str:
+        """Where row ``row`` of X comes from: 'file:LINE', or 'NAME: document ROW' without origins."""
+        start = 0
+        for origin in self.origins:
+            if row < start + origin.rows:
+                return place(origin.where, row - start, origin.first_line, origin.row_lines)
+            start += origin.rows
+        return f"{self.name}: document {row}"
+
+    def check_non_negative(self) -> None:
+        """Every feature value ≥ 0, in the training and the test part alike (the count models need
+        it), or one MlnbError line naming the file and line of the first negative value."""
+        X = self.X
+        if X.nnz and X.data.min() < 0:
+            position = int(np.flatnonzero(X.data < 0)[0])
+            row = int(np.searchsorted(X.indptr, position, side="right")) - 1
+            raise MlnbError(f"{self.place(row)}: feature value {X.data[position]:g} is negative; this model needs "
+                            "non-negative feature values (counts, presence or TF-IDF)")
+
     def describe(self) -> dict:
         """Shape and label statistics for reports."""
         labels_per_doc = np.diff(self.Y.indptr)
@@ -140,6 +163,17 @@ class Dataset:
             "max_prevalence": float(prevalence.max()) if self.n_categories else 0.0,
             "min_nonzero_prevalence": float(prevalence[prevalence > 0].min()) if (prevalence > 0).any() else 0.0,
         }
+
+
+@dataclass(frozen=True)
+class RowOrigin:
+    """``rows`` consecutive rows of a Dataset's X read from ``where`` (a file), their lines given by
+    ``first_line`` (consecutive lines) or ``row_lines`` (see ``validate.place``)."""
+
+    where: str
+    rows: int
+    first_line: int | None = None
+    row_lines: object = None
 
 
 def random_split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,13 +206,8 @@ def _default_names(K: int) -> list[str]:
 
 
 def _as_X(X) -> sp.csr_matrix:
-    X = sp.csr_matrix(X)
-    return X if X.dtype == np.float32 else X.astype(np.float32)
+    return check_features(X, "X")
 
 
 def _as_Y(Y) -> sp.csr_matrix:
-    Y = sp.csr_matrix(Y)
-    Y.eliminate_zeros()
-    if Y.nnz and not np.all(Y.data == 1):
-        raise MlnbError("Y must hold only 0 and 1")
-    return Y.astype(np.int8)
+    return check_labels(Y, "Y")

@@ -24,13 +24,15 @@ import gzip
 import lzma
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from mlnb.data.dataset import Dataset
+from mlnb.data.dataset import Dataset, RowOrigin
+from mlnb.data.validate import check_features, check_labels, existing_file, existing_folder, place
 from mlnb.errors import MlnbError
 
 N_FEATURES = 47_236
@@ -49,8 +51,7 @@ def _split(dataset: Dataset, n_first: int, split: str, train_size: int, test_siz
     train, test = (first, rest) if split == "lyrl2004" else (rest, first)
     if train.size == 0 or test.size == 0:
         raise MlnbError(f"split {split!r} needs both the LYRL2004 training and test documents")
-    return Dataset(X=dataset.X, Y=dataset.Y, category_names=dataset.category_names, train_index=train,
-                   test_index=test, feature_names=dataset.feature_names, name=dataset.name)
+    return replace(dataset, train_index=train, test_index=test)
 
 
 # -- scikit-learn's cache ------------------------------------------------------------------------
@@ -196,6 +197,8 @@ def load_rcv1(data_home: str | None = None, download_if_missing: bool = False, s
     to download, when the cache is absent and ``download_if_missing`` is true; nothing else creates
     the folder.
     """
+    if data_home and Path(os.path.expanduser(data_home)).exists():
+        existing_folder(os.path.expanduser(data_home), "data.rcv1.data_home")
     folder = _cache_folder(data_home)
     paths = [folder / name for name in CACHE_NAMES]
     present = [path.is_file() for path in paths]
@@ -233,22 +236,33 @@ def load_rcv1(data_home: str | None = None, download_if_missing: bool = False, s
     for ok, path, expected in checks:
         if not ok:
             raise MlnbError(f"{path}: expected {expected}")
-    dataset = Dataset(X=X, Y=Y.astype(np.int8), category_names=[str(t) for t in names],
-                      train_index=np.arange(0), test_index=np.arange(0), name="rcv1")
+    X = check_features(X, str(paths[0]))  # a cache is data like any file: every value checked
+    dataset = Dataset(X=X, Y=check_labels(Y, str(paths[2])), category_names=[str(t) for t in names],
+                      train_index=np.arange(0), test_index=np.arange(0), name="rcv1",
+                      origins=(RowOrigin(str(paths[0]), X.shape[0]),))
     return _split(dataset, min(LYRL_TRAIN, X.shape[0]), split, train_size, test_size, test_fraction, seed)
 
 
 # -- the original LYRL2004 files -----------------------------------------------------------------
 def _find(folder: Path, stem: str) -> Path | None:
     for candidate in (folder / stem, folder / f"{stem}.gz"):
-        if candidate.is_file():
-            return candidate
+        if candidate.exists():
+            return existing_file(candidate, "LYRL2004 data")  # a folder of that name is an error, not absent
     return None
 
 
 def _open_text(path: Path):
     return gzip.open(path, "rt", encoding="ascii", errors="replace") if path.suffix == ".gz" else \
         open(path, encoding="ascii", errors="replace")
+
+
+def _row_lines(path: Path):
+    """row -> its line number in a vectors file (rows are its non-blank lines), found on demand."""
+    def line_of(row: int) -> int:
+        with _open_text(path) as lines:
+            documents = (number for number, line in enumerate(lines, start=1) if line.strip())
+            return next(number for i, number in enumerate(documents) if i == row)
+    return line_of
 
 
 def _describe_bad_vector_line(path: Path) -> str | None:
@@ -259,6 +273,7 @@ def _describe_bad_vector_line(path: Path) -> str | None:
                 continue
             if not fields[0].isdigit():
                 return f"{path}:{number}: expected a document id first, got {fields[0]!r}"
+            previous = 0
             for field in fields[1:]:
                 term, sep, weight = field.partition(":")
                 if not sep or not term.isdigit():
@@ -269,6 +284,11 @@ def _describe_bad_vector_line(path: Path) -> str | None:
                     return f"{path}:{number}: expected a number after '{term}:', got {weight!r}"
                 if not 1 <= int(term) <= N_FEATURES:
                     return f"{path}:{number}: term id {term} is outside 1..{N_FEATURES}"
+                if int(term) <= previous:
+                    what = "repeats" if int(term) == previous else f"comes after the larger term id {previous}"
+                    return (f"{path}:{number}: term id {term} {what}; expected term ids in increasing order, "
+                            "each once")
+                previous = int(term)
     return None
 
 
@@ -285,11 +305,25 @@ def read_lyrl_vectors(path: Path) -> tuple[sp.csr_matrix, np.ndarray]:
         raise MlnbError(message or f"{path}: not a LYRL2004 vectors file ({error})") from None
     if X.shape[0] == 0:
         raise MlnbError(f"{path}: the file holds no documents")
-    fractional = np.flatnonzero(ids != np.round(ids))
+    fractional = np.flatnonzero((ids != np.round(ids)) | (ids < 0))
     if fractional.size:
-        raise MlnbError(f"{path}: document {fractional[0] + 1} has the id {ids[fractional[0]]:g}; "
-                        "expected whole-number document ids")
-    return sp.csr_matrix(X), ids.astype(np.int64)
+        raise MlnbError(f"{place(str(path), int(fractional[0]), row_lines=_row_lines(path))}: document id "
+                        f"{ids[fractional[0]]:g}; expected whole non-negative document ids")
+    return check_features(X, str(path), row_lines=_row_lines(path)), ids.astype(np.int64)
+
+
+def _check_unique_ids(ids: np.ndarray, files: list[Path], rows_per_file: list[int]) -> None:
+    """Every document id once over all vectors files, or one line naming the second occurrence."""
+    order = np.argsort(ids, kind="stable")
+    repeated = order[1:][ids[order[1:]] == ids[order[:-1]]]
+    if not repeated.size:
+        return
+    row = int(repeated.min())  # the earliest row that repeats an id seen before it
+    ends = np.cumsum(rows_per_file)
+    f = int(np.searchsorted(ends, row, side="right"))
+    local = row - (int(ends[f - 1]) if f else 0)
+    raise MlnbError(f"{place(str(files[f]), local, row_lines=_row_lines(files[f]))}: document id {ids[row]} "
+                    "occurs twice in the vectors files; expected each document once")
 
 
 def read_qrels(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -315,9 +349,7 @@ def read_qrels(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
 def load_lyrl2004(folder, split: str = "lyrl2004", train_size: int = 0, test_size: int = 0,
                   test_fraction: float = 0.5, seed: int = 0) -> Dataset:
     """RCV1-v2 from the original LYRL2004 files in ``folder`` (train file first, then test parts)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise MlnbError(f"{folder}: no such folder (data.lyrl2004.folder)")
+    folder = existing_folder(folder, "data.lyrl2004.folder")
     train_file = _find(folder, "lyrl2004_vectors_train.dat")
     qrels = _find(folder, "rcv1-v2.topics.qrels")
     for found, stem in ((train_file, "lyrl2004_vectors_train.dat"), (qrels, "rcv1-v2.topics.qrels")):
@@ -327,6 +359,7 @@ def load_lyrl2004(folder, split: str = "lyrl2004", train_size: int = 0, test_siz
     parts = [read_lyrl_vectors(p) for p in [train_file, *test_files]]
     X = sp.vstack([p[0] for p in parts], format="csr")
     ids = np.concatenate([p[1] for p in parts])
+    _check_unique_ids(ids, [train_file, *test_files], [p[0].shape[0] for p in parts])
     topics, topic_of, doc_of = read_qrels(qrels)
     row_of = {doc: row for row, doc in enumerate(ids)}
     rows = np.fromiter((row_of.get(d, -1) for d in doc_of), dtype=np.int64, count=doc_of.size)
@@ -335,6 +368,8 @@ def load_lyrl2004(folder, split: str = "lyrl2004", train_size: int = 0, test_siz
                       shape=(X.shape[0], len(topics)))
     Y.sum_duplicates()
     Y.data[:] = 1
+    origins = tuple(RowOrigin(str(p), part[0].shape[0], row_lines=_row_lines(p))
+                    for p, part in zip([train_file, *test_files], parts))
     dataset = Dataset(X=X, Y=Y, category_names=topics, train_index=np.arange(0), test_index=np.arange(0),
-                      name="rcv1-lyrl2004")
+                      name="rcv1-lyrl2004", origins=origins)
     return _split(dataset, parts[0][0].shape[0], split, train_size, test_size, test_fraction, seed)

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset
 from mlnb.data.text import TextOptions, vectorize
+from mlnb.data.validate import existing_file, existing_folder
 from mlnb.errors import MlnbError
 
 SPLITS = ("modapte",)
@@ -145,9 +146,7 @@ def _document(attributes_text: str, content: str, path: Path, line: int) -> Reut
 
 
 def _sgml_files(folder) -> list[Path]:
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise MlnbError(f"{folder}: no such folder (Reuters-21578 data)")
+    folder = existing_folder(folder, "Reuters-21578 data")
     paths = sorted(folder.glob("reut2-*.sgm"))
     if not paths:
         raise MlnbError(f"{folder}: no reut2-*.sgm files (expected the Reuters-21578 SGML files)")
@@ -163,7 +162,7 @@ def read_reuters_file(path) -> list[ReutersDocument]:
         When the file cannot be read, holds no ``<REUTERS>`` element, an element
         is not closed, or a tag lacks a valid NEWID or LEWISSPLIT.
     """
-    path = Path(path)
+    path = existing_file(path, "Reuters-21578 SGML")
     try:
         text = path.read_text(encoding="latin-1")  # every byte decodes: errors are structural
     except OSError as error:

@@ -27,11 +27,16 @@ def _load(config: DataConfig, features: FeaturesConfig, seed: int) -> Dataset:
         from mlnb.data.synthetic import make_rcv1_like
 
         s = config.synthetic
-        return make_rcv1_like(n_documents=s.n_documents, n_features=s.n_features,
-                              n_categories=s.n_categories, words_per_document=s.words_per_document,
-                              extra_topics=s.extra_topics, topical_fraction=s.topical_fraction,
-                              topic_words=s.topic_words, zipf_exponent=s.zipf_exponent,
-                              test_fraction=config.test_fraction, seed=seed)
+        try:
+            return make_rcv1_like(n_documents=s.n_documents, n_features=s.n_features,
+                                  n_categories=s.n_categories, words_per_document=s.words_per_document,
+                                  extra_topics=s.extra_topics, topical_fraction=s.topical_fraction,
+                                  topic_words=s.topic_words, zipf_exponent=s.zipf_exponent,
+                                  test_fraction=config.test_fraction, seed=seed)
+        except MlnbError as error:  # the generator names its arguments: these are data.synthetic.* keys
+            message = str(error)
+            raise MlnbError(message if message.startswith(("data.", "test_fraction")) else
+                            f"data.synthetic.{message}") from None
     if source == "svmlight":
         from mlnb.data.svmlight import load_svmlight_dataset
 
@@ -81,7 +86,37 @@ def _load(config: DataConfig, features: FeaturesConfig, seed: int) -> Dataset:
         from mlnb.data.bundled import load_bundled
 
         return load_bundled(config.bundled.name, test_fraction=config.test_fraction, seed=seed)
+    if source == "shards":
+        return _load_shards(config, seed)
     raise MlnbError(f"data.source: unknown source {source!r}")  # the config schema prevents this
+
+
+def _load_shards(config: DataConfig, seed: int) -> Dataset:
+    """Binary shards read whole: with a test folder, a given split; else the seeded hash split of the
+    documents' ids, the very split a streaming study of the same shards makes."""
+    import scipy.sparse as sp
+
+    from mlnb.data.hashing import split_mask
+    from mlnb.data.shards import ShardSource
+
+    s = config.shards
+    train = ShardSource(_required(s.path, "shards.path", "shards"))
+
+    def whole(source):
+        chunks = list(source.chunks(1_000_000))
+        if not chunks:
+            raise MlnbError(f"{source.folder}: the shards hold no documents")
+        return (sp.vstack([c.X for c in chunks], format="csr"), sp.vstack([c.Y for c in chunks], format="csr"),
+                np.concatenate([c.ids for c in chunks]))
+
+    X, Y, ids = whole(train)
+    if s.test_path:
+        X_test, Y_test, _ = whole(ShardSource(s.test_path))
+        return Dataset.from_train_test(X, Y, X_test, Y_test, category_names=train.category_names,
+                                       feature_names=train.feature_names, name=train.name)
+    test = split_mask(ids, seed, config.test_fraction)
+    return Dataset(X=X, Y=Y, category_names=train.category_names, train_index=np.flatnonzero(~test),
+                   test_index=np.flatnonzero(test), feature_names=train.feature_names, name=train.name)
 
 
 def _files(config: DataConfig) -> list[str]:

@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_files
 
-from mlnb.data.dataset import Dataset
+from mlnb.data.dataset import Dataset, RowOrigin
+from mlnb.data.validate import check_features, existing_file, place
 from mlnb.errors import MlnbError
 
 
@@ -28,47 +29,80 @@ def _open_text(path: Path):
     return io.TextIOWrapper(opener(path, "rb"), encoding="utf-8", errors="replace")
 
 
-def _describe_bad_line(path: Path, index_base: int, n_features: int | None) -> str | None:
-    """'path:LINE: what is wrong' for the first malformed line, or None."""
+def _documents(path: Path):
+    """(line number, body) of every document line: what is left of the line before a '#' comment,
+    when not blank (the lines scikit-learn's reader turns into rows, in order)."""
     with _open_text(path) as lines:
         for number, line in enumerate(lines, start=1):
             body = line.split("#", 1)[0].strip()
-            if not body:
-                continue
-            fields = body.split()
-            first = 0
-            if ":" not in fields[0]:
-                first = 1
-                for label in fields[0].split(","):
-                    if not label.isdigit():
-                        return (f"{path}:{number}: expected labels as comma-separated non-negative "
-                                f"integers, got {fields[0]!r}")
-            for field in fields[first:]:
-                index, sep, value = field.partition(":")
-                if not sep or not index.lstrip("-").isdigit():
-                    return f"{path}:{number}: expected 'index:value', got {field!r}"
+            if body:
+                yield number, body
+
+
+def _row_lines(path: Path):
+    """row -> its line number in ``path``, by a scan made only when a row is reported."""
+    def line_of(row: int) -> int:
+        for i, (number, _) in enumerate(_documents(path)):
+            if i == row:
+                return number
+        raise MlnbError(f"{path}: has fewer than {row + 1} documents")  # unreachable for rows of the file
+    return line_of
+
+
+def _describe_bad_line(path: Path, index_base: int, n_features: int | None) -> str | None:
+    """'path:LINE: what is wrong' for the first malformed line, or None."""
+    for number, body in _documents(path):
+        fields = body.split()
+        first = 0
+        if ":" not in fields[0]:
+            first = 1
+            for label in fields[0].split(","):
                 try:
-                    float(value)
+                    float(label)
                 except ValueError:
-                    return f"{path}:{number}: expected a number after '{index}:', got {value!r}"
-                if int(index) < index_base:
-                    return (f"{path}:{number}: feature index {index} is below {index_base} "
-                            f"(index_base = {index_base})")
-                if n_features is not None and int(index) - index_base >= n_features:
-                    return (f"{path}:{number}: feature index {index} is beyond n_features = "
-                            f"{n_features}")
+                    return (f"{path}:{number}: expected labels as comma-separated non-negative "
+                            f"integers, got {fields[0]!r}")
+        previous = None
+        for field in fields[first:]:
+            index, sep, value = field.partition(":")
+            if index == "qid":  # a query id (ranking files): scikit-learn reads and drops it
+                continue
+            if not sep or not index.lstrip("-").isdigit():
+                return f"{path}:{number}: expected 'index:value', got {field!r}"
+            try:
+                float(value)
+            except ValueError:
+                return f"{path}:{number}: expected a number after '{index}:', got {value!r}"
+            if int(index) < index_base:
+                return (f"{path}:{number}: feature index {index} is below {index_base} "
+                        f"(index_base = {index_base})")
+            if n_features is not None and int(index) - index_base >= n_features:
+                return (f"{path}:{number}: feature index {index} is beyond n_features = "
+                        f"{n_features}")
+            if previous is not None and int(index) <= previous:
+                what = "repeats" if int(index) == previous else f"comes after the larger index {previous}"
+                return (f"{path}:{number}: feature index {index} {what}; expected indices in increasing "
+                        "order, each once")
+            previous = int(index)
     return None
 
 
 def _label_matrix(label_tuples, n_categories: int, path: Path) -> sp.csr_matrix:
     lengths = np.fromiter((len(t) for t in label_tuples), dtype=np.int64, count=len(label_tuples))
     flat = np.fromiter((v for t in label_tuples for v in t), dtype=np.float64, count=int(lengths.sum()))
-    if flat.size and (np.any(flat < 0) or np.any(flat != np.round(flat))):
-        raise MlnbError(f"{path}: labels must be non-negative integers (category ids)")
-    labels = flat.astype(np.int64)
-    if labels.size and labels.max() >= n_categories:
-        raise MlnbError(f"{path}: label {labels.max()} is out of range for n_categories = {n_categories}")
     rows = np.repeat(np.arange(len(label_tuples)), lengths)
+    bad = np.flatnonzero((flat < 0) | (flat != np.round(flat)))
+    if bad.size:
+        value = flat[bad[0]]
+        hint = " (a binary ±1 file? label its positives 0 and leave its negatives without a label)" \
+            if value == -1 else ""
+        raise MlnbError(f"{place(str(path), int(rows[bad[0]]), row_lines=_row_lines(path))}: label {value:g} is "
+                        f"not a category id; expected non-negative integers{hint}")
+    labels = flat.astype(np.int64)
+    beyond = np.flatnonzero(labels >= n_categories)
+    if beyond.size:
+        raise MlnbError(f"{place(str(path), int(rows[beyond[0]]), row_lines=_row_lines(path))}: label "
+                        f"{labels[beyond[0]]} is out of range for n_categories = {n_categories}")
     Y = sp.csr_matrix((np.ones(labels.size, dtype=np.int8), (rows, labels)),
                       shape=(len(label_tuples), n_categories))
     Y.sum_duplicates()
@@ -81,12 +115,10 @@ def read_svmlight(paths: list[str | os.PathLike], n_features: int | None = None,
     """Read one or more multilabel svmlight files into one shared feature space.
 
     Returns a list of (X, Y) pairs, one per file, and the number of categories
-    (``n_categories`` or one more than the largest label seen).
+    (``n_categories`` or one more than the largest label seen). Every matrix passes
+    ``validate.check_features``, and every bad value is reported at its file and line.
     """
-    paths = [Path(p) for p in paths]
-    for path in paths:
-        if not path.is_file():
-            raise MlnbError(f"{path}: no such file (svmlight data)")
+    paths = [existing_file(p, "svmlight data") for p in paths]
     if index_base not in (0, 1):
         raise MlnbError(f"index_base must be 0 or 1, got {index_base}")
     try:
@@ -102,31 +134,31 @@ def read_svmlight(paths: list[str | os.PathLike], n_features: int | None = None,
                 raise MlnbError(message) from None
         raise MlnbError(f"{', '.join(map(str, paths))}: not a readable svmlight file ({error})") from None
     Xs, label_lists = loaded[0::2], loaded[1::2]
+    checked = []
     for path, X in zip(paths, Xs):
         if X.shape[0] == 0:
             raise MlnbError(f"{path}: the file holds no documents")
-        if X.nnz and not np.isfinite(X.data).all():
-            row = int(np.searchsorted(X.indptr, np.flatnonzero(~np.isfinite(X.data))[0], side="right"))
-            raise MlnbError(f"{path}: document {row} (counting non-empty lines from 1) holds a NaN or "
-                            "infinite value, or one beyond float32's range")
+        checked.append(check_features(X, str(path), row_lines=_row_lines(path)))
     largest = max((max(t) for labels in label_lists for t in labels if t), default=-1)
     K = n_categories if n_categories else int(largest) + 1
     if K < 1:
         raise MlnbError(f"{paths[0]}: no labels found; a multilabel file needs category ids")
-    pairs = [(sp.csr_matrix(X), _label_matrix(labels, K, path))
-             for path, X, labels in zip(paths, Xs, label_lists)]
+    pairs = [(X, _label_matrix(labels, K, path)) for path, X, labels in zip(paths, checked, label_lists)]
     return pairs, K
 
 
 def read_category_names(path) -> list[str]:
     """One category name per non-empty line, in category-id order."""
-    path = Path(path)
-    if not path.is_file():
-        raise MlnbError(f"{path}: no such file (category names)")
-    names = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    path = existing_file(path, "category names")
+    names = [line.strip() for line in path.read_text(encoding="utf-8-sig", errors="replace").splitlines()]
     names = [n for n in names if n]
-    if len(set(names)) != len(names):
-        raise MlnbError(f"{path}: category names repeat")
+    if not names:
+        raise MlnbError(f"{path}: no category names (expected one name per line, in category-id order)")
+    seen = {}
+    for name in names:
+        if name in seen:
+            raise MlnbError(f"{path}: category name {name!r} repeats; expected one distinct name per category")
+        seen[name] = True
     return names
 
 
@@ -137,18 +169,31 @@ def load_svmlight_dataset(path, test_path=None, n_features=None, index_base=1, n
     ``category_names`` may be a list or a file with one name per line; without
     ``n_categories`` its length sets the number of categories.
     """
-    if isinstance(category_names, (str, Path)):
-        category_names = read_category_names(category_names)
-    if category_names is not None and not n_categories:
-        n_categories = len(category_names)
+    names_file = category_names if isinstance(category_names, (str, Path)) else None
+    if names_file is not None:
+        category_names = read_category_names(names_file)
     paths = [path] + ([test_path] if test_path else [])
     pairs, K = read_svmlight(paths, n_features=n_features, index_base=index_base,
                              n_categories=n_categories)
     if category_names is not None and len(category_names) != K:
-        raise MlnbError(f"{len(category_names)} category names given for {K} categories")
+        names_from = f"{names_file}: " if names_file is not None else ""
+        if n_categories:
+            raise MlnbError(f"{names_from}{len(category_names)} category names given for n_categories = {K}")
+        for where, (_, Y) in zip(paths, pairs):  # the first document whose category id has no name
+            beyond = np.flatnonzero(Y.indices >= len(category_names))
+            if beyond.size:
+                row = int(np.searchsorted(Y.indptr, beyond[0], side="right")) - 1
+                raise MlnbError(f"{names_from}{len(category_names)} category names, but "
+                                f"{place(str(where), row, row_lines=_row_lines(Path(where)))} has category id "
+                                f"{Y.indices[beyond[0]]}: expected at least {K} names, one per line in id order")
+        pairs = [(X, sp.csr_matrix((Y.data, Y.indices, Y.indptr), shape=(Y.shape[0], len(category_names))))
+                 for X, Y in pairs]  # named categories beyond the largest id seen: no documents
+        K = len(category_names)
     name = Path(path).name.split(".")[0]
+    origins = [RowOrigin(str(p), X.shape[0], row_lines=_row_lines(Path(p))) for p, (X, _) in zip(paths, pairs)]
     if test_path:
         (X_train, Y_train), (X_test, Y_test) = pairs
-        return Dataset.from_train_test(X_train, Y_train, X_test, Y_test, category_names, name=name)
+        return Dataset.from_train_test(X_train, Y_train, X_test, Y_test, category_names, name=name, origins=origins)
     (X, Y), = pairs
-    return Dataset.from_arrays(X, Y, category_names, test_fraction=test_fraction, seed=seed, name=name)
+    return Dataset.from_arrays(X, Y, category_names, test_fraction=test_fraction, seed=seed, name=name,
+                               origins=origins)

@@ -35,7 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
-from mlnb.data.dataset import Dataset, random_split
+from mlnb.data.dataset import Dataset, RowOrigin, random_split
+from mlnb.data.validate import check_features
 from mlnb.errors import MlnbError
 
 ROOT_CODES = ("C", "E", "G", "M")
@@ -86,6 +87,11 @@ def _ancestor_closure(parent: np.ndarray) -> sp.csr_matrix:
                          shape=(parent.size, parent.size))
 
 
+def _first_topic_rank(n_features: int) -> int:
+    """Topical words are drawn from the frequency ranks [this, n_features): not the commonest words."""
+    return min(50, n_features // 10)
+
+
 def _zipf_cdf(n: int, exponent: float) -> np.ndarray:
     weights = 1.0 / (np.arange(n) + _ZIPF_SHIFT) ** exponent
     cdf = np.cumsum(weights)
@@ -116,8 +122,8 @@ class _Corpus:
         self.word_of_rank = rng.permutation(n_features)  # word id of each frequency rank
         self.background_cdf = _zipf_cdf(n_features, zipf_exponent)
         # topical words come from the middle of the frequency ranking, as real ones do
-        low, high = min(50, n_features // 10), n_features
-        size = min(topic_words, high - low)
+        low, high = _first_topic_rank(n_features), n_features
+        size = topic_words  # at most high − low (make_rcv1_like checks)
         ranks = np.vstack([rng.choice(np.arange(low, high), size=size, replace=False)
                            for _ in range(n_categories)])  # (K, size)
         self.topic_word = self.word_of_rank[ranks]
@@ -147,6 +153,11 @@ def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_catego
     if words_per_document > n_features / 2:
         raise MlnbError(f"words_per_document ({words_per_document}) must be at most half of "
                         f"n_features ({n_features})")
+    available = n_features - _first_topic_rank(n_features)
+    if topic_words > available:  # refused, not clamped: the results' config must say what was used
+        raise MlnbError(f"topic_words = {topic_words} is more than the {available} mid-frequency words that "
+                        f"n_features = {n_features} leaves for a topic's vocabulary; set topic_words <= {available} "
+                        f"or n_features >= {next(V for V in range(topic_words, topic_words + 51) if V - _first_topic_rank(V) >= topic_words)}")
     seeds = np.random.SeedSequence(seed)
     corpus_seed, chunk_seed = seeds.spawn(2)
     corpus = _Corpus(n_features, n_categories, topic_words, zipf_exponent,
@@ -159,11 +170,12 @@ def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_catego
                              extra_topics, topical_fraction, n_features, rng)
              for start, rng in progress.track(list(zip(starts, chunk_rngs)), total=len(starts),
                                               description="synthetic documents")]
-    X = sp.vstack([p[0] for p in parts], format="csr")
+    X = check_features(sp.vstack([p[0] for p in parts], format="csr"), "data.synthetic")
     Y = sp.vstack([p[1] for p in parts], format="csr")
     train, test = random_split(n_documents, test_fraction, seed)
     return Dataset(X=X, Y=Y, category_names=corpus.names, train_index=train, test_index=test,
-                   feature_names=[f"w{j}" for j in range(n_features)], name="synthetic-rcv1")
+                   feature_names=[f"w{j}" for j in range(n_features)], name="synthetic-rcv1",
+                   origins=(RowOrigin("data.synthetic", n_documents),))
 
 
 def _check(**sizes) -> None:

@@ -13,6 +13,7 @@ import codecs
 import csv
 import io
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
 
 from mlnb.data.dataset import Dataset, random_split
-from mlnb.errors import MlnbError
+from mlnb.data.validate import existing_file
+from mlnb.errors import MlnbError, MlnbWarning
 
 
 @dataclass(frozen=True)
@@ -84,19 +86,57 @@ def _format_of(path: Path, fmt: str) -> str:
     return _SUFFIX_FORMATS[path.suffix.lower()]
 
 
+def _opening_quote_line(lines: list[str], start: int, delimiter: str) -> int:
+    """The line of the quote that opens the field still open at the end of the file, scanning the
+    CSV record that begins on line ``start`` (a quote opens a field only at the field's start; ""
+    inside a quoted field is a literal quote)."""
+    in_quote, opened = False, start
+    for number in range(start, len(lines) + 1):
+        field_start = not in_quote
+        line, i = lines[number - 1], 0
+        while i < len(line):
+            c = line[i]
+            if in_quote:
+                if c == '"' and line[i + 1:i + 2] == '"':
+                    i += 1
+                elif c == '"':
+                    in_quote = False
+            elif c == '"' and field_start:
+                in_quote, opened = True, number
+            field_start = not in_quote and c == delimiter
+            i += 1
+    return opened
+
+
 def _rows_delimited(path: Path, lines: list[str], delimiter: str, header: bool, text_column: str,
                     label_column: str):
-    """(line number, text, raw label cell) for each data row of a CSV/TSV file."""
+    """(line number, text, raw label cell) for each data row of a CSV/TSV file; a row's line is
+    where it begins (a quoted field may span lines)."""
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    kind = "TSV" if delimiter == "\t" else "CSV"
     reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter, quoting=quoting, strict=True)
+    rows, numbers, start = [], [], 1
     try:
-        rows = list(reader)
+        for row in reader:
+            rows.append(row)
+            numbers.append(start)
+            start = reader.line_num + 1
     except csv.Error as error:
-        raise MlnbError(f"{path}:{reader.line_num}: malformed {'TSV' if delimiter == chr(9) else 'CSV'} "
-                        f"({error})") from None
-    numbers = range(1, len(rows) + 1)
+        if quoting != csv.QUOTE_NONE and reader.line_num >= len(lines) and "end of data" in str(error):
+            opened = _opening_quote_line(lines, start, delimiter)
+            raise MlnbError(f"{path}:{opened}: malformed {kind}: the quote opened on this line is never closed "
+                            "(a quote inside a quoted field is written twice: \"\")") from None
+        raise MlnbError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
     if header:
+        if not rows:
+            raise MlnbError(f"{path}: no header row (data.text.header = true)")
         names, rows, numbers = rows[0], rows[1:], numbers[1:]
+        seen = {}
+        for i, name in enumerate(names):
+            if name in seen:
+                raise MlnbError(f"{path}:1: column {name!r} appears twice in the header (columns {seen[name] + 1} "
+                                f"and {i + 1}); expected distinct column names")
+            seen[name] = i
     else:
         names = [str(i) for i in range(max((len(r) for r in rows), default=0))]
     columns = {name: i for i, name in enumerate(names)}
@@ -113,12 +153,22 @@ def _rows_delimited(path: Path, lines: list[str], delimiter: str, header: bool, 
         yield number, row[t], row[l]
 
 
+def _unique_keys(pairs, path: Path, number: int) -> dict:
+    """A JSON object's pairs as a dict, refusing a key given twice (json.loads would keep the last)."""
+    record = {}
+    for key, value in pairs:
+        if key in record:
+            raise MlnbError(f"{path}:{number}: key {key!r} appears twice in the JSON object; expected distinct keys")
+        record[key] = value
+    return record
+
+
 def _rows_jsonl(path: Path, lines: list[str], text_column: str, label_column: str):
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=lambda pairs: _unique_keys(pairs, path, number))
         except json.JSONDecodeError as error:
             raise MlnbError(f"{path}:{number}: not a JSON object ({error.msg})") from None
         if not isinstance(record, dict) or text_column not in record or label_column not in record:
@@ -130,9 +180,7 @@ def _rows_jsonl(path: Path, lines: list[str], text_column: str, label_column: st
 def read_text_file(path, format="auto", header=True, text_column="text", label_column="label",
                    labels="single", label_separator=",", encoding="utf-8"):
     """(texts, label lists) of a CSV/TSV/JSON-lines file, one document per row."""
-    path = Path(path)
-    if not path.is_file():
-        raise MlnbError(f"{path}: no such file (text data)")
+    path = existing_file(path, "text data")
     lines = _decoded_lines(path, encoding)
     fmt = _format_of(path, format)
     rows = (_rows_jsonl(path, lines, text_column, label_column) if fmt == "jsonl" else
@@ -177,8 +225,9 @@ def load_text_dataset(path, test_path=None, format="auto", header=True, text_col
                       seed=0, name=None) -> Dataset:
     """A Dataset from a text file (seeded random split) or a train file and a test file.
 
-    Categories are the distinct labels of the training part, sorted, except
-    ``negative_labels`` ("ham"): documents with only those belong to no category.
+    Categories are the distinct labels, sorted, except ``negative_labels`` ("ham"): documents with
+    only those belong to no category. A label found only in the test part is a category without
+    training documents, announced by an ``MlnbWarning``.
     """
     options = dict(format=format, header=header, text_column=text_column, label_column=label_column,
                    labels=labels, label_separator=label_separator, encoding=encoding)
@@ -191,10 +240,19 @@ def load_text_dataset(path, test_path=None, format="auto", header=True, text_col
         train_texts, train_labels = [texts[i] for i in train], [label_lists[i] for i in train]
         test_texts, test_labels = [texts[i] for i in test], [label_lists[i] for i in test]
     negative = set(negative_labels)
-    categories = sorted({n for names in train_labels for n in names} - negative)
-    if not categories:
+    trained = {n for names in train_labels for n in names} - negative
+    if not trained:
         raise MlnbError(f"{path}: no category left: every training label is one of the negative labels "
                         f"{sorted(negative)}")
+    # a label seen only in the test part stays a category (without training documents: untrainable,
+    # listed in the report and left out of the macro averages), never silently dropped
+    test_only = sorted({n for names in test_labels for n in names} - negative - trained)
+    if test_only:
+        shown = ", ".join(map(repr, test_only[:10])) + (f" and {len(test_only) - 10} more" if len(test_only) > 10 else "")
+        warnings.warn(MlnbWarning(f"{test_path or path}: {len(test_only)} label(s) occur only in the test part: "
+                                  f"{shown}; kept as categories without training documents (no model can learn "
+                                  "them; listed as untrainable)"), stacklevel=2)
+    categories = sorted(trained | set(test_only))
     X_train, X_test, feature_names = vectorize(train_texts, test_texts, text_options)
     return Dataset.from_train_test(X_train, _label_matrix(train_labels, categories), X_test,
                                    _label_matrix(test_labels, categories), categories, feature_names,

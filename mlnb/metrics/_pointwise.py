@@ -38,6 +38,37 @@ if HAVE_NUMBA:
     def _softplus(x):
         return max(x, 0.0) + np.log1p(np.exp(-abs(x)))
 
+    @njit(cache=True)
+    def _add_rows(S, U, y_indptr, y_indices, cut, first, last, a, r):
+        """Add rows first .. last − 1 to a (6, K) and r (3, bins): one block of ``_sums``."""
+        K = S.shape[1]
+        bins = r.shape[1]
+        positive = np.zeros(K, dtype=np.bool_)  # this row's labels (Y is sparse)
+        for i in range(first, last):
+            for q in range(y_indptr[i], y_indptr[i + 1]):
+                positive[y_indices[q]] = True
+            for k in range(K):
+                predicted = 1.0 if np.float64(S[i, k]) >= cut else 0.0
+                z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
+                p = 1.0 / (1.0 + np.exp(-z))
+                b = min(int(p * bins), bins - 1)
+                a[0, k] += predicted
+                r[0, b] += 1.0
+                r[1, b] += p
+                if positive[k]:
+                    a[1, k] += predicted
+                    a[2, k] += 1.0
+                    a[3, k] += p
+                    a[4, k] += _softplus(-z)
+                    a[5, k] += (1.0 - p) * (1.0 - p)
+                    r[2, b] += 1.0
+                else:
+                    a[3, k] += 1.0 - p
+                    a[4, k] += _softplus(z)
+                    a[5, k] += p * p
+            for q in range(y_indptr[i], y_indptr[i + 1]):
+                positive[y_indices[q]] = False
+
     @njit(parallel=True, cache=True)
     def _sums(S, U, y_indptr, y_indices, cut, bins, n_blocks):
         n, K = S.shape
@@ -45,33 +76,17 @@ if HAVE_NUMBA:
         rel = np.zeros((n_blocks, 3, bins))
         step = (n + n_blocks - 1) // n_blocks
         for block in prange(n_blocks):
-            a = acc[block]
-            r = rel[block]
-            positive = np.zeros(K, dtype=np.bool_)  # this row's labels (Y is sparse)
-            for i in range(block * step, min(n, (block + 1) * step)):
-                for q in range(y_indptr[i], y_indptr[i + 1]):
-                    positive[y_indices[q]] = True
-                for k in range(K):
-                    predicted = 1.0 if np.float64(S[i, k]) >= cut else 0.0
-                    z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
-                    p = 1.0 / (1.0 + np.exp(-z))
-                    b = min(int(p * bins), bins - 1)
-                    a[0, k] += predicted
-                    r[0, b] += 1.0
-                    r[1, b] += p
-                    if positive[k]:
-                        a[1, k] += predicted
-                        a[2, k] += 1.0
-                        a[3, k] += p
-                        a[4, k] += _softplus(-z)
-                        a[5, k] += (1.0 - p) * (1.0 - p)
-                        r[2, b] += 1.0
-                    else:
-                        a[3, k] += 1.0 - p
-                        a[4, k] += _softplus(z)
-                        a[5, k] += p * p
-                for q in range(y_indptr[i], y_indptr[i + 1]):
-                    positive[y_indices[q]] = False
+            _add_rows(S, U, y_indptr, y_indices, cut, block * step, min(n, (block + 1) * step), acc[block], rel[block])
+        return acc.sum(axis=0), rel.sum(axis=0)
+
+    @njit(cache=True)
+    def _sums_one_block(S, U, y_indptr, y_indices, cut, bins):
+        """``_sums`` with n_blocks = 1, without a parallel region (entering one costs more than
+        a small chunk of a stream); the same additions in the same order."""
+        n, K = S.shape
+        acc = np.zeros((1, 6, K))
+        rel = np.zeros((1, 3, bins))
+        _add_rows(S, U, y_indptr, y_indices, cut, 0, n, acc[0], rel[0])
         return acc.sum(axis=0), rel.sum(axis=0)
 
 
@@ -87,7 +102,11 @@ def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba:
     if use_numba:
         S = np.ascontiguousarray(scores)
         U = S if probability_scores is None else np.ascontiguousarray(probability_scores)
-        sums, reliability = _sums(S, U, Y.indptr, Y.indices, float(cut), bins, max(1, min(256, n // 1024)))
+        n_blocks = max(1, min(256, n // 1024))
+        if n_blocks > 1:
+            sums, reliability = _sums(S, U, Y.indptr, Y.indices, float(cut), bins, n_blocks)
+        else:
+            sums, reliability = _sums_one_block(S, U, Y.indptr, Y.indices, float(cut), bins)
         return dict(zip(FIELDS, sums)), reliability
     # the numpy path: the same sums from the per-matrix functions of ``classification``
     dense = Y.toarray().astype(bool)

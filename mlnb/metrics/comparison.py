@@ -64,7 +64,16 @@ def compare_scores(Y_test, scores_a, scores_b, category_names, train_positives, 
     exclude : category indices left out of the tests (e.g. without training positives: what
               either model scores there is no evidence about the models); their rows stay, untested
     """
-    table = delong_tests(Y_test, scores_a, scores_b).reset_index(drop=True)
+    return comparison_from_tests(delong_tests(Y_test, scores_a, scores_b), category_names, train_positives,
+                                 label_a, label_b, alpha, name_a, name_b, mcnemar, exclude)
+
+
+def comparison_from_tests(delong_table, category_names, train_positives, label_a="a", label_b="b",
+                          alpha: float = 0.05, name_a: str = "a", name_b: str = "b",
+                          mcnemar: McNemarResult | None = None, exclude=None) -> Comparison:
+    """``compare_scores`` from the per-category DeLong table already computed (e.g. column by column
+    by ``delong_tests_by_column``)."""
+    table = delong_table.reset_index(drop=True)
     if exclude is not None and len(exclude):
         table.loc[np.asarray(exclude), ["difference", "z", "p_value"]] = np.nan
         table["p_holm"] = holm(table["p_value"].to_numpy())

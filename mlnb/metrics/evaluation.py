@@ -83,10 +83,11 @@ from scipy.special import digamma, xlogy
 
 from mlnb import progress
 from mlnb.errors import MlnbError
+from mlnb.data.validate import check_labels, check_scores
 from mlnb.metrics._pointwise import decision_counts, pointwise_sums
 from mlnb.metrics.classification import logit
-from mlnb.metrics.ranking import (auc_from_curve, average_precision_from_curve, depth_lift, fpr_grid,
-                                  gains_on_grid, label_ranking_metrics, rank_curve, roc_lift, roc_on_grid)
+from mlnb.metrics.ranking import (_label_column_reader, auc_from_curve, average_precision_from_curve, depth_lift,
+                                  fpr_grid, gains_on_grid, label_ranking_metrics, rank_curve, roc_lift, roc_on_grid)
 
 CALIBRATION_BINS = 10
 #: metrics where a smaller value is better (everything else: larger is better)
@@ -149,17 +150,7 @@ class Evaluation:
 
 def _label_columns(Y_true, n: int, K: int):
     """A function k -> boolean column k of Y, from sparse or dense input, without densifying Y."""
-    if sp.issparse(Y_true):
-        Y = sp.csc_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
-        Y.eliminate_zeros()
-
-        def column(k: int) -> np.ndarray:
-            y = np.zeros(n, dtype=bool)
-            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = True
-            return y
-        return column
-    Y = np.asarray(Y_true)
-    return lambda k: Y[:, k].astype(bool)
+    return _label_column_reader(Y_true, n)
 
 
 def _rank_part(y: np.ndarray, z: np.ndarray, grid: np.ndarray, keep_curve: bool):
@@ -216,12 +207,19 @@ def precision_at_k(Y_true, scores: np.ndarray, k: int, columns=None) -> float:
     columns : the categories ranked (None: all), in increasing order
     """
     n, K = scores.shape
-    if n == 0:
+    ranked = K if columns is None else np.asarray(columns).size
+    if n == 0 or ranked == 0:
         return float("nan")
+    return float(precision_hits(Y_true, scores, k, columns) / (n * k))
+
+
+def precision_hits(Y_true, scores: np.ndarray, k: int, columns=None) -> int:
+    """Σ_i |true_i ∩ top_k(i)| (``precision_at_k`` times n·k): a sum, so chunks of documents add up."""
+    n, K = scores.shape
     columns = np.arange(K) if columns is None else np.asarray(columns, dtype=np.int64)
     K = columns.size
-    if K == 0:
-        return float("nan")
+    if n == 0 or K == 0:
+        return 0
     every = K == scores.shape[1]
     Y = sp.csr_matrix(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
     hits = 0
@@ -239,7 +237,7 @@ def precision_at_k(Y_true, scores: np.ndarray, k: int, columns=None) -> float:
         room = k - np.count_nonzero(above, axis=1)  # (b,) ≥ 1 places left for the tied ones
         top = above | (tied & (np.cumsum(tied, axis=1) <= room[:, None]))  # first tied by index
         hits += np.count_nonzero(top & y)
-    return float(hits / (n * k))
+    return hits
 
 
 def caller_exclusions(exclude, K: int) -> dict[int, str]:
@@ -300,12 +298,11 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     """
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise MlnbError(f"top_k must be a positive integer, got {top_k!r}")
-    scores = np.asarray(scores)
-    if np.isnan(scores).any():
-        raise ValueError("scores contain NaN")
-    if Y_true.shape != scores.shape:
-        raise ValueError(f"Y_true has shape {Y_true.shape} but scores has shape {scores.shape}")
+    Y_true = check_labels(Y_true, "Y_true")  # the one check of labels and scores, as everywhere they enter
+    scores = check_scores(scores, "scores", Y_true.shape)
     n, K = scores.shape
+    if n == 0 or K == 0:
+        raise MlnbError(f"Y_true and scores: nothing to evaluate ({n} documents × {K} categories)")
     if probability_scores is not None:
         probability_scores = _score_matrix(probability_scores, scores.shape, "probability_scores")
     reasons = caller_exclusions(exclude, K)
@@ -330,11 +327,29 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
         example_ranking = label_ranking_metrics(Y_true, scores, columns)
         ranked = list(progress.track(pool.map(work, range(K)), total=K, description="ROC / lift per category"))
         (micro, micro_ap), at_k = pooled_ranks.result(), pooled_precision.result()
+    decided = None if decisions is None else decision_counts(Y_true, decisions)
+    pooled_metrics = {"micro_auc": micro, "micro_average_precision": micro_ap, "precision_at_k": at_k,
+                      **example_ranking}
+    return assemble_evaluation(n, names, sums, decided, ranked, keep, grid, reliability, pooled_metrics,
+                               reasons, pooled, q, _labels_per_document(Y_true, pooled), int(top_k))
+
+
+def assemble_evaluation(n: int, names: list, sums: dict, decided, ranked: list, keep: set, grid: np.ndarray,
+                        reliability: np.ndarray, pooled_metrics: dict, reasons: dict, pooled: np.ndarray,
+                        q: np.ndarray | None, labels_per_document: np.ndarray, top_k: int) -> Evaluation:
+    """The ``Evaluation`` of computed parts (``evaluate`` and ``streaming.evaluate_spilled`` share it).
+
+    sums : the (K,) pointwise sums of ``_pointwise.pointwise_sums``; decided : (predicted, tp) of
+    given decisions, or None for [scores ≥ cut]; ranked : per category (AUC, ROC grid, gains
+    grid, curve or None, AP); pooled_metrics : the POOLED_KEYS values; labels_per_document : (n,)
+    labels of each document among the pooled categories.
+    """
+    K = len(names)
     n_pos = sums["positives"].astype(np.int64)
-    if decisions is None:
+    if decided is None:
         tp, predicted = sums["tp"].astype(np.int64), sums["predicted"].astype(np.int64)
     else:
-        predicted, tp = decision_counts(Y_true, decisions)
+        predicted, tp = decided
     fp, fn = predicted - tp, n_pos - tp
     untestable = (n_pos == 0) | (n_pos == n)
     why = np.where(untestable, NO_TEST_POSITIVE_OR_NEGATIVE, "").astype(object)
@@ -351,12 +366,10 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     gains = np.vstack([r[2] for r in ranked]) if K else np.empty((0, grid.size))
     curves = {k: ranked[k][3] for k in sorted(keep) if k < K}
     evaluable = why == ""
-    extra = {"micro_auc": micro, "micro_average_precision": micro_ap, "precision_at_k": at_k,
-             **example_ranking, "baseline_prevalence": "test" if q is None else "train"}
+    extra = {**pooled_metrics, "baseline_prevalence": "test" if q is None else "train"}
     summary = _summary(table, evaluable, pooled, extra)
-    labels_per_document = _labels_per_document(Y_true, pooled)
     baselines = _baselines(n_pos, n, evaluable, pooled, n_pos / max(n, 1) if q is None else q,
-                           labels_per_document, int(top_k))
+                           labels_per_document, top_k)
     return Evaluation(per_category=table, summary=summary, grid=grid, roc_tpr=roc_tpr,
                       gains=gains, curves=curves, excluded=np.flatnonzero(~evaluable),
                       calibration=_calibration_table(reliability), baselines=baselines)

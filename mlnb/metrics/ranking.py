@@ -48,12 +48,15 @@ to exactly 0 or 1 and create ties that destroy the ranking.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb.errors import MlnbError
 
 
 @dataclass(frozen=True)
@@ -105,13 +108,27 @@ def rank_curve(y_true, scores) -> RankCurve:
     positives = np.sort(s[y])
     # != rather than diff: inf − inf is NaN, which would split a tie of infinities
     last_of_tie = np.flatnonzero(s_sorted[1:] != s_sorted[:-1])
-    ends = np.r_[last_of_tie, s.size - 1] if s.size else last_of_tie
-    thresholds = s_sorted[ends]
-    at_or_above = ends + 1  # documents scored >= each threshold
-    tp = positives.size - np.searchsorted(positives, thresholds, side="left")
-    return RankCurve(thresholds=np.r_[np.inf, thresholds], tp=np.r_[0, tp].astype(np.int64),
-                     fp=np.r_[0, at_or_above - tp].astype(np.int64),
-                     n_pos=int(positives.size), n_neg=int(y.size - positives.size))
+    m = last_of_tie.size + (1 if s.size else 0)  # distinct scores
+    # the three arrays are made at their final size, with the point before any document first,
+    # and filled in place: a curve over n documents then needs ~5 numbers per document at most
+    # (streaming evaluation keeps one per thread)
+    thresholds = np.empty(m + 1, dtype=np.result_type(s.dtype, np.inf))  # as np.r_[np.inf, s]: float32 stays
+    thresholds[0] = np.inf
+    fp = np.empty(m + 1, dtype=np.int64)  # first the last index of each tie, then FP
+    fp[0] = 0
+    fp[1:last_of_tie.size + 1] = last_of_tie
+    del last_of_tie
+    if s.size:
+        fp[m] = s.size - 1
+    thresholds[1:] = s_sorted[fp[1:]]
+    del s_sorted
+    tp = np.empty(m + 1, dtype=np.int64)
+    tp[0] = 0
+    tp[1:] = positives.size - np.searchsorted(positives, thresholds[1:], side="left")
+    fp[1:] += 1  # documents scored >= each threshold
+    fp[1:] -= tp[1:]
+    return RankCurve(thresholds=thresholds, tp=tp, fp=fp, n_pos=int(positives.size),
+                     n_neg=int(y.size - positives.size))
 
 
 def auc_from_curve(curve: RankCurve) -> float:
@@ -130,9 +147,241 @@ def average_precision_from_curve(curve: RankCurve) -> float:
     return float(np.sum(np.diff(curve.tp) * (tp / accepted)) / curve.n_pos)
 
 
-def roc_auc(y_true, scores) -> float:
-    """Exact ROC AUC of one category (ties count ½)."""
+def roc_auc(y_true, scores, n_threads: int | None = None):
+    """Exact ROC AUC (ties count ½): a float for 1-D inputs, one per category for 2-D ones.
+
+    1-D ``y_true`` (n,) and ``scores`` (n,): the AUC of one category, NaN without a positive or a
+    negative. 2-D ``y_true`` (n × K, 0/1, sparse or dense) and ``scores`` (n × K, dense): a (K,)
+    array, the AUC of each column, NaN in the columns without a positive or a negative — like
+    ``sklearn.metrics.roc_auc_score(y_true, scores, average=None)``, which raises there instead.
+    It never pools the columns: the AUC of all (document, category) pairs pooled is
+    ``mlnb.metrics.micro_auc``. ``n_threads`` bounds the threads of the 2-D kernel (default: numba's).
+    """
+    if np.ndim(scores) == 2 and not sp.issparse(scores):
+        return roc_auc_per_category(y_true, scores, n_threads=n_threads)
+    if sp.issparse(scores) or np.ndim(scores) > 2:
+        raise MlnbError(f"roc_auc: scores must be a dense 1-D or 2-D array, got "
+                        f"{'a sparse matrix' if sp.issparse(scores) else f'{np.ndim(scores)} dimensions'}")
     return auc_from_curve(rank_curve(y_true, scores))
+
+
+# ---------------------------------------------------------------------------------------------
+# One AUC per column of an n × K score matrix, ordering only the smaller class.
+#
+# With lb(x) = #{a ∈ A: a < x} and ub(x) = #{a ∈ A: a ≤ x} for the scores A of one class,
+# the Mann–Whitney count (ties ½) doubled is an integer sum over the other class:
+#
+#     A = negatives (m = N):   2U = Σ_{positives x} [lb(x) + ub(x)]
+#     A = positives (m = P):   2U = Σ_{negatives x} [2m − lb(x) − ub(x)]
+#
+# and AUC = 2U / (2 P N). A is the smaller class (the positives, for most text categories). Its m
+# values go into T = 8m equal-width buckets over their finite range, −inf and +inf into one more
+# bucket at each end:
+#
+#     bucket(x) = ⌊clip((x − low)·scale, −1, T)⌋ + 1 ∈ [0, T + 1]
+#
+# non-decreasing in x, so a lower bucket holds lower values only. A is ordered by a counting
+# sort on the buckets and a sort inside each (mostly empty or single-valued) bucket, and
+# first[v] = #{a: bucket(a) < v}. For x of the other class, every value of A in a lower bucket is
+# < x and every one in a higher bucket > x: lb(x) = first[bucket(x)] at once when x's bucket holds
+# no value of A (most of them), else a binary search inside that bucket. 2U is summed in int64, so
+# the AUC is exact up to its final division; a column costs two passes over its n values.
+
+NAN_SCORES = -1.0  # what the kernel returns for a column holding a NaN
+AUC_BUCKETS_PER_VALUE = 8  # buckets per value of A (most buckets empty: one lookup for most x)
+AUC_GROUP_COLUMNS = 8  # columns gathered together from the row-major matrix (one 64-byte line of float64)
+SMALL_BUCKET = 16  # buckets up to this size are ordered by insertion, larger ones by np.sort
+
+if HAVE_NUMBA:
+
+    @njit(cache=True, nogil=True)
+    def _count_below(A, lo, hi, x):
+        """lo + the number of A[lo:hi] (ascending) below x."""
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if A[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    @njit(cache=True, nogil=True)
+    def _bucket(x, low, scale, T):
+        return int(min(max((x * 0.5 - low * 0.5) * scale, -1.0), T) + 1.0)
+
+    @njit(cache=True, nogil=True)
+    def _column_auc(z, positive):
+        """Exact AUC of one column: z (n,) float64, positive (n,) uint8. NaN without a positive or a
+        negative; ``NAN_SCORES`` (−1) when z holds a NaN."""
+        n = z.size
+        P = 0
+        for i in range(n):
+            P += positive[i]
+        N = n - P
+        if P == 0 or N == 0:
+            for i in range(n):
+                if np.isnan(z[i]):
+                    return NAN_SCORES
+            return np.nan
+        sorted_positive = 1 if P <= N else 0  # the class ordered: the smaller one
+        m = min(P, N)
+        values = np.empty(m)
+        low, high = np.inf, -np.inf  # finite range
+        j = 0
+        for i in range(n):
+            if positive[i] == sorted_positive:
+                x = z[i]
+                if np.isnan(x):
+                    return NAN_SCORES
+                values[j] = x
+                j += 1
+                if x > -np.inf and x < np.inf:
+                    low = min(low, x)
+                    high = max(high, x)
+        T = AUC_BUCKETS_PER_VALUE * m
+        scale = 1.0
+        if low < high:
+            scale = (T - 0.5) / (high * 0.5 - low * 0.5)  # halves: high − low may overflow, their halves cannot
+        elif low > high:  # no finite value
+            low = 0.0
+        first = np.zeros(T + 3, dtype=np.int32)  # counting sort: first[v] = #{a: bucket(a) < v}
+        for j in range(m):
+            first[_bucket(values[j], low, scale, T) + 1] += 1
+        for v in range(1, T + 3):
+            first[v] += first[v - 1]
+        fill = first.copy()
+        A = np.empty(m)
+        for j in range(m):
+            v = _bucket(values[j], low, scale, T)
+            A[fill[v]] = values[j]
+            fill[v] += 1
+        for v in range(T + 2):  # order inside each bucket
+            a, e = first[v], first[v + 1]
+            if e - a > SMALL_BUCKET:
+                A[a:e] = np.sort(A[a:e])
+            else:
+                for j in range(a + 1, e):
+                    x = A[j]
+                    t = j
+                    while t > a and A[t - 1] > x:
+                        A[t] = A[t - 1]
+                        t -= 1
+                    A[t] = x
+        tie_end = np.empty(m, dtype=np.int64)  # tie_end[j]: one past the last value equal to A[j]
+        tie_end[m - 1] = m
+        for j in range(m - 2, -1, -1):
+            tie_end[j] = tie_end[j + 1] if A[j] == A[j + 1] else j + 1
+        total = 0  # Σ lb + ub over the other class
+        for i in range(n):
+            if positive[i] == sorted_positive:
+                continue
+            x = z[i]
+            if np.isnan(x):
+                return NAN_SCORES
+            v = _bucket(x, low, scale, T)
+            lb = first[v]
+            end = first[v + 1]
+            if lb == end:  # no value of A in x's bucket: lb = ub
+                total += 2 * lb
+                continue
+            lb = _count_below(A, lb, end, x)
+            total += lb + (tie_end[lb] if lb < m and A[lb] == x else lb)
+        twice_u = 2 * m * (n - m) - total if sorted_positive else total
+        return twice_u / (2.0 * P * N)
+
+    @njit(parallel=True, cache=True)
+    def _auc_columns_sparse(S, indptr, indices, group):
+        """AUC of each column of S (n × K), positives of column k at indices[indptr[k]:indptr[k + 1]]
+        (CSC); a column with a NaN gives NAN_SCORES, which the caller reports."""
+        n, K = S.shape
+        n_groups = (K + group - 1) // group
+        out = np.empty(K)
+        for g in prange(n_groups):
+            first = g * group
+            width = min(group, K - first)
+            z = np.empty((width, n))
+            for i in range(n):  # the row's ``width`` values are adjacent: one pass over S per group
+                for c in range(width):
+                    z[c, i] = S[i, first + c]
+            positive = np.zeros(n, dtype=np.uint8)
+            for c in range(width):
+                k = first + c
+                for q in range(indptr[k], indptr[k + 1]):
+                    positive[indices[q]] = 1
+                out[k] = _column_auc(z[c], positive)
+                for q in range(indptr[k], indptr[k + 1]):
+                    positive[indices[q]] = 0
+        return out
+
+
+def roc_auc_per_category(Y_true, scores, n_threads: int | None = None, use_numba: bool = HAVE_NUMBA) -> np.ndarray:
+    """(K,) exact AUC of each column of ``scores`` (n × K) against ``Y_true`` (n × K, 0/1, sparse or
+    dense); NaN where a column has no positive or no negative. In parallel over groups of columns."""
+    if sp.issparse(scores):
+        raise MlnbError("roc_auc: scores must be a dense n × K array, got a sparse matrix")
+    S = np.asarray(scores)
+    if S.dtype.kind not in "fiub":
+        raise MlnbError(f"roc_auc: scores must be numbers, got dtype {S.dtype}")
+    if S.dtype not in (np.float32, np.float64):
+        S = S.astype(np.float64)
+    y_shape = Y_true.shape if sp.issparse(Y_true) else np.shape(Y_true)
+    if tuple(y_shape) != S.shape:
+        raise MlnbError(f"roc_auc: y_true has shape {tuple(y_shape)} but scores has shape {S.shape}")
+    n, K = S.shape
+    if K == 0:
+        return np.empty(0)
+    if use_numba:
+        indptr, indices = _positives_by_column(Y_true, K)
+        auc = _with_threads(lambda: _auc_columns_sparse(S, indptr, indices, AUC_GROUP_COLUMNS), n_threads)
+        if (auc == NAN_SCORES).any():
+            raise MlnbError(f"roc_auc: scores contain NaN (column {int(np.argmax(auc == NAN_SCORES))})")
+        return auc
+    if np.isnan(S).any():
+        raise MlnbError("roc_auc: scores contain NaN")
+    column = _label_column_reader(Y_true, n)
+    with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
+        return np.array(list(pool.map(lambda k: auc_from_curve(
+            rank_curve(column(k), np.ascontiguousarray(S[:, k]))), range(K))), dtype=np.float64)
+
+
+def _positives_by_column(Y_true, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr (K + 1,), rows): the positive rows of each column of Y (nonzeros), as in CSC."""
+    if sp.issparse(Y_true):
+        Y = sp.csc_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
+        Y.sum_duplicates()
+        Y.eliminate_zeros()
+        return Y.indptr, Y.indices
+    columns, rows = np.nonzero(np.asarray(Y_true).T)  # column after column, rows ascending
+    return np.r_[0, np.cumsum(np.bincount(columns, minlength=K))], rows
+
+
+def _with_threads(run, n_threads: int | None):
+    """run() with numba's thread count set to ``n_threads`` (None: unchanged)."""
+    if not n_threads:
+        return run()
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        return run()
+    finally:
+        numba.set_num_threads(before)
+
+
+def _label_column_reader(Y_true, n: int):
+    """k -> boolean column k of Y (sparse or dense), without densifying Y."""
+    if sp.issparse(Y_true):
+        Y = sp.csc_matrix(Y_true, copy=True)
+        Y.eliminate_zeros()
+
+        def column(k: int) -> np.ndarray:
+            y = np.zeros(n, dtype=bool)
+            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = True
+            return y
+        return column
+    Y = np.asarray(Y_true)
+    return lambda k: Y[:, k] != 0
 
 
 def roc_curve_exact(y_true, scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,6 +436,49 @@ def depth_lift(gains: np.ndarray, grid: np.ndarray) -> np.ndarray:
 
 if HAVE_NUMBA:
 
+    @njit(cache=True)
+    def _add_ranking_rows(S, y_indptr, y_indices, keep, kept, first, last, acc):
+        """Add rows first .. last − 1 to acc (3,): one block of ``_ranking_sums``."""
+        K = S.shape[1]
+        positive = np.zeros(K, dtype=np.bool_)
+        for i in range(first, last):
+            n_true = 0
+            for q in range(y_indptr[i], y_indptr[i + 1]):  # canonical CSR: no repeats
+                k = y_indices[q]
+                if keep[k]:
+                    positive[k] = True
+                    n_true += 1
+            if n_true == 0:
+                acc[0] += 1.0  # coverage and loss 0
+            else:
+                lowest = np.inf
+                precision = 0.0
+                bad_pairs = 0
+                for q in range(y_indptr[i], y_indptr[i + 1]):
+                    j = y_indices[q]
+                    if not positive[j]:
+                        continue
+                    s = S[i, j]
+                    lowest = min(lowest, s)
+                    rank, true_above = 0, 0
+                    for l in range(K):
+                        if keep[l] and S[i, l] >= s:
+                            rank += 1
+                            if positive[l]:
+                                true_above += 1
+                    precision += true_above / rank
+                    bad_pairs += rank - true_above  # false labels scored ≥ s
+                covered = 0
+                for l in range(K):
+                    if keep[l] and S[i, l] >= lowest:
+                        covered += 1
+                acc[0] += 1.0 if n_true == kept else precision / n_true
+                acc[1] += covered
+                if n_true < kept:
+                    acc[2] += bad_pairs / (n_true * (kept - n_true))
+            for q in range(y_indptr[i], y_indptr[i + 1]):
+                positive[y_indices[q]] = False
+
     @njit(parallel=True, cache=True)
     def _ranking_sums(S, y_indptr, y_indices, keep, n_blocks):
         n, K = S.shape
@@ -196,44 +488,18 @@ if HAVE_NUMBA:
         acc = np.zeros((n_blocks, 3))  # Σ LRAP_i, Σ coverage_i, Σ loss_i
         step = (n + n_blocks - 1) // n_blocks
         for block in prange(n_blocks):
-            positive = np.zeros(K, dtype=np.bool_)
-            for i in range(block * step, min(n, (block + 1) * step)):
-                n_true = 0
-                for q in range(y_indptr[i], y_indptr[i + 1]):  # canonical CSR: no repeats
-                    k = y_indices[q]
-                    if keep[k]:
-                        positive[k] = True
-                        n_true += 1
-                if n_true == 0:
-                    acc[block, 0] += 1.0  # coverage and loss 0
-                else:
-                    lowest = np.inf
-                    precision = 0.0
-                    bad_pairs = 0
-                    for q in range(y_indptr[i], y_indptr[i + 1]):
-                        j = y_indices[q]
-                        if not positive[j]:
-                            continue
-                        s = S[i, j]
-                        lowest = min(lowest, s)
-                        rank, true_above = 0, 0
-                        for l in range(K):
-                            if keep[l] and S[i, l] >= s:
-                                rank += 1
-                                if positive[l]:
-                                    true_above += 1
-                        precision += true_above / rank
-                        bad_pairs += rank - true_above  # false labels scored ≥ s
-                    covered = 0
-                    for l in range(K):
-                        if keep[l] and S[i, l] >= lowest:
-                            covered += 1
-                    acc[block, 0] += 1.0 if n_true == kept else precision / n_true
-                    acc[block, 1] += covered
-                    if n_true < kept:
-                        acc[block, 2] += bad_pairs / (n_true * (kept - n_true))
-                for q in range(y_indptr[i], y_indptr[i + 1]):
-                    positive[y_indices[q]] = False
+            _add_ranking_rows(S, y_indptr, y_indices, keep, kept, block * step, min(n, (block + 1) * step), acc[block])
+        return acc.sum(axis=0)
+
+    @njit(cache=True)
+    def _ranking_sums_one_block(S, y_indptr, y_indices, keep):
+        """``_ranking_sums`` with one block, without a parallel region (a small chunk of a stream)."""
+        n, K = S.shape
+        kept = 0
+        for k in range(K):
+            kept += keep[k]
+        acc = np.zeros((1, 3))
+        _add_ranking_rows(S, y_indptr, y_indices, keep, kept, 0, n, acc[0])
         return acc.sum(axis=0)
 
 
@@ -263,6 +529,29 @@ def _ranking_sums_numpy(Y, S, columns) -> np.ndarray:
     return sums
 
 
+def label_ranking_sums(Y_true, scores, columns=None, use_numba: bool = HAVE_NUMBA) -> np.ndarray:
+    """(3,) Σ_i LRAP_i, Σ_i coverage_i, Σ_i loss_i over the documents (module docstring), over the
+    categories ``columns`` (None: all) of n × K scores: sums, so that chunks of documents add up."""
+    S = np.asarray(scores)
+    n, K = S.shape
+    keep = np.zeros(K, dtype=bool)
+    keep[np.arange(K) if columns is None else np.asarray(columns, dtype=np.int64)] = True
+    if n == 0 or not keep.any():
+        return np.zeros(3)
+    Y = sp.csr_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    if use_numba:
+        n_blocks = max(1, min(256, n // 1024))
+        if n_blocks > 1:
+            return _ranking_sums(np.ascontiguousarray(S), Y.indptr, Y.indices, keep, n_blocks)
+        return _ranking_sums_one_block(np.ascontiguousarray(S), Y.indptr, Y.indices, keep)
+    return _ranking_sums_numpy(Y, S, np.flatnonzero(keep))
+
+
+LABEL_RANKING_NAMES = ("label_ranking_average_precision", "coverage_error", "label_ranking_loss")
+
+
 def label_ranking_metrics(Y_true, scores, columns=None, use_numba: bool = HAVE_NUMBA) -> dict:
     """Label ranking average precision, coverage error and ranking loss (module docstring), as
     scikit-learn computes them, over the categories ``columns`` (None: all) of n × K scores.
@@ -273,17 +562,7 @@ def label_ranking_metrics(Y_true, scores, columns=None, use_numba: bool = HAVE_N
     """
     S = np.asarray(scores)
     n, K = S.shape
-    keep = np.zeros(K, dtype=bool)
-    keep[np.arange(K) if columns is None else np.asarray(columns, dtype=np.int64)] = True
-    names = ("label_ranking_average_precision", "coverage_error", "label_ranking_loss")
-    if n == 0 or not keep.any():
-        return dict.fromkeys(names, float("nan"))
-    Y = sp.csr_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
-    Y.sum_duplicates()
-    Y.eliminate_zeros()
-    if use_numba:
-        sums = _ranking_sums(np.ascontiguousarray(S), Y.indptr, Y.indices, keep,
-                             max(1, min(256, n // 1024)))
-    else:
-        sums = _ranking_sums_numpy(Y, S, np.flatnonzero(keep))
-    return {name: float(total / n) for name, total in zip(names, sums)}
+    if n == 0 or (columns is not None and np.asarray(columns).size == 0) or K == 0:
+        return dict.fromkeys(LABEL_RANKING_NAMES, float("nan"))
+    sums = label_ranking_sums(Y_true, S, columns, use_numba=use_numba)
+    return {name: float(total / n) for name, total in zip(LABEL_RANKING_NAMES, sums)}

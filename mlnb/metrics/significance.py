@@ -191,12 +191,20 @@ def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if a.shape != b.shape or Y.shape != a.shape:
         raise MlnbError(f"Y_true {Y.shape}, scores_a {a.shape} and scores_b {b.shape} must have one shape")
-    columns = (Y[:, [k]].toarray().ravel() if sp.issparse(Y) else Y[:, k] for k in range(a.shape[1]))
-    rows = [delong_test(y, a[:, k], b[:, k]) for k, y in enumerate(columns)]
+
+    def column(k: int):
+        return (Y[:, [k]].toarray().ravel() if sp.issparse(Y) else Y[:, k]), a[:, k], b[:, k]
+
+    return delong_tests_by_column(column, a.shape[1], categories)
+
+
+def delong_tests_by_column(column, K: int, categories=None) -> pd.DataFrame:
+    """``delong_tests`` from ``column(k) -> (y, scores_a, scores_b)`` of one category at a time, so
+    that the scores need never be in memory all at once (a streaming study reads them from disk)."""
+    rows = [delong_test(*column(k)) for k in range(K)]
     table = pd.DataFrame([asdict(r) for r in rows],
                          columns=["auc_a", "auc_b", "difference", "variance", "z", "p_value"],
-                         index=pd.Index(range(a.shape[1]) if categories is None else list(categories),
-                                        name="category"))
+                         index=pd.Index(range(K) if categories is None else list(categories), name="category"))
     table["p_holm"] = holm(table["p_value"].to_numpy())
     return table
 

@@ -2,9 +2,27 @@ r"""The Naive Bayes count products F = Yᵀ·X (categories × words) for all cat
 
 scipy computes it as a sparse × sparse product on one core, building a sparse
 result (K × V). The numba kernel accumulates straight into a dense (K × V)
-array, parallel over categories: each category's row of F belongs to one
-thread, which adds up the rows of X of that category's documents (from Y in
-CSC form). Both give the same sums; ``binary`` counts presence [X > 0].
+array, in tasks: each category's row of F belongs to one task, which adds up
+the rows of X of that category's documents (from Y in CSC form), and one more
+task sums all documents, t = 1ᵀ·X, in the same parallel region. Both give the
+same sums; ``binary`` counts presence [X > 0].
+
+Tasks are dealt to the threads by their work (the non-zeros they read), the
+largest first to the least loaded thread: categories are very unequal (RCV1's
+largest holds 47 % of the documents, its smallest a handful), and dealt in
+order, by index, one thread got 99 % of the work. Each row is still summed by
+one task in document order, so the sums do not depend on the thread count.
+
+Integer values (counts, presence) are summed in a float32 row that stays in
+the core's cache, half the size of a float64 one, and copied into F's float64
+row when the task ends: exact, since every float32 partial sum is an integer
+below 2^24 (the row is flushed to float64 every (2^24 − 1) / max |x|
+documents, before it could reach 2^24). Other values are summed in float64.
+(One thread, 300k RCV1-shaped documents: 342 against 379 ms of CPU time; no
+difference measurable at 23k, where the flushes weigh more.)
+
+While its row is in cache each task also sums it, S_k = Σ_w F_kw, the totals
+the multinomial and complement models normalise by.
 
 The Gaussian event model also needs the sums of squares F2 = Yᵀ·(X∘X) and
 t2 = 1ᵀ·(X∘X). The same kernels accumulate them in the same pass: each float32
@@ -13,6 +31,8 @@ significant bits fit in float64's 53), so no float64 copy of X is ever made.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,28 +43,170 @@ from mlnb._numba import HAVE_NUMBA, njit, prange
 # 1.9 ms at 124k non-zeros; 0.11 against 0.22 ms at 8k); below this scipy's path is kept for tiny inputs
 _NUMBA_MIN_NNZ = 10_000
 
+# float32 holds every integer of magnitude up to 2^24 exactly, and so every sum of such integers that stays there
+_FLOAT32_EXACT_INTEGERS = 2.0**24
+_MIN_FLUSH_DOCUMENTS = 256  # a flush costs a pass over the row (V): not more often than this
+
+
+class ChunkCounts(NamedTuple):
+    """The sums of one pass over a chunk (arrays float64)."""
+
+    F: np.ndarray  # (K, V)  Yᵀ·X
+    t: np.ndarray  # (V,)    1ᵀ·X
+    S: np.ndarray  # (K,)    F·1, each category's total
+    F2: np.ndarray | None  # (K, V)  Yᵀ·(X∘X), with squares
+    t2: np.ndarray | None  # (V,)    1ᵀ·(X∘X), with squares
+
+
 if HAVE_NUMBA:
 
+    @njit(cache=True)
+    def _row_total(row):
+        """Σ_w row_w in four interleaved partial sums: a fixed order, and not one long chain of dependent adds."""
+        V = row.size
+        s0 = s1 = s2 = s3 = 0.0
+        for w in range(0, V - V % 4, 4):
+            s0 += row[w]
+            s1 += row[w + 1]
+            s2 += row[w + 2]
+            s3 += row[w + 3]
+        for w in range(V - V % 4, V):
+            s0 += row[w]
+        return (s0 + s1) + (s2 + s3)
+
     @njit(parallel=True, cache=True)
-    def _count(y_indptr, y_indices, indptr, indices, data, binary, F, F2):
-        K = F.shape[0]
-        squares = F2.shape[0] > 0  # tested once per document, never inside the word loop
-        for k in prange(K):
-            row = F[k]
-            for q in range(y_indptr[k], y_indptr[k + 1]):
-                i = y_indices[q]
-                if squares:
-                    row2 = F2[k]
-                    for p in range(indptr[i], indptr[i + 1]):
-                        v = np.float64(data[p])
-                        row[indices[p]] += v
-                        row2[indices[p]] += v * v
+    def _value_range(data):
+        """(max |x|, whether every x is an integer) over the stored values."""
+        largest = 0.0
+        fractional = 0
+        for p in prange(data.size):
+            v = data[p]
+            largest = max(largest, abs(np.float64(v)))
+            if v != np.floor(v):
+                fractional += 1
+        return largest, fractional == 0
+
+    @njit(cache=True)
+    def _flush(partial, row, add):
+        """row (+)= partial in float64; partial = 0 for the next documents."""
+        for w in range(row.size):
+            row[w] = row[w] + partial[w] if add else np.float64(partial[w])
+            partial[w] = 0
+
+    @njit(parallel=True, cache=True)
+    def _count_tasks(order, bounds, y_indptr, y_indices, indptr, indices, data, binary, exact32, flush_every, Fx,
+                     F2x, S):
+        """Row k of Fx (and F2x) for every task k: k < K sums category k's documents, k = K all of them.
+        Thread g runs the tasks order[bounds[g]:bounds[g + 1]]; S[k] = Σ_w Fx[k, w]. With exact32 the
+        sums of integers are made in float32, flushed to Fx every ``flush_every`` documents."""
+        K1, V = Fx.shape
+        n = indptr.size - 1
+        squares = F2x.shape[0] > 0
+        for g in prange(bounds.size - 1):
+            partial = np.zeros(V if exact32 else 0, dtype=np.float32)  # this thread's cached row
+            for o in range(bounds[g], bounds[g + 1]):
+                k = order[o]
+                everyone = k == K1 - 1
+                first = 0 if everyone else y_indptr[k]
+                last = n if everyone else y_indptr[k + 1]
+                row = Fx[k]
+                if not exact32:
+                    row[:] = 0.0
+                    if squares:
+                        F2x[k, :] = 0.0
+                    for q in range(first, last):
+                        i = q if everyone else y_indices[q]
+                        if squares:
+                            row2 = F2x[k]
+                            for p in range(indptr[i], indptr[i + 1]):
+                                v = np.float64(data[p])
+                                row[indices[p]] += v
+                                row2[indices[p]] += v * v
+                        elif binary:
+                            for p in range(indptr[i], indptr[i + 1]):
+                                row[indices[p]] += 1.0 if data[p] > 0 else 0.0
+                        else:
+                            for p in range(indptr[i], indptr[i + 1]):
+                                row[indices[p]] += data[p]
+                    S[k] = _row_total(row)
                     continue
-                for p in range(indptr[i], indptr[i + 1]):
+                flushed = False
+                for q in range(first, last):
+                    i = q if everyone else y_indices[q]
+                    if q > first and (q - first) % flush_every == 0:
+                        _flush(partial, row, flushed)
+                        flushed = True
                     if binary:
-                        row[indices[p]] += 1.0 if data[p] > 0 else 0.0
+                        for p in range(indptr[i], indptr[i + 1]):
+                            if data[p] > 0:
+                                partial[indices[p]] += np.float32(1.0)
                     else:
-                        row[indices[p]] += data[p]
+                        for p in range(indptr[i], indptr[i + 1]):
+                            partial[indices[p]] += data[p]
+                _flush(partial, row, flushed)
+                S[k] = _row_total(row)
+
+
+def _balanced_tasks(work: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds): the tasks dealt to n_threads threads, each the next largest to the least loaded
+    (longest processing time first); thread g runs order[bounds[g]:bounds[g + 1]]."""
+    groups: list[list[int]] = [[] for _ in range(n_threads)]
+    load = np.zeros(n_threads)
+    for task in np.argsort(-work, kind="stable"):
+        g = int(np.argmin(load))
+        groups[g].append(int(task))
+        load[g] += work[task]
+    bounds = np.cumsum([0] + [len(group) for group in groups])
+    return np.array([task for group in groups for task in group], dtype=np.int64), bounds.astype(np.int64)
+
+
+def _numba_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool, squares: bool) -> ChunkCounts:
+    import numba
+
+    Yc = _labels_by_category(Y)
+    K, V = Y.shape[1], X.shape[1]
+    largest, integer = (1.0, True) if binary or not X.nnz else _value_range(X.data)
+    # documents summed in float32 between two flushes: each adds at most ``largest`` to a partial sum,
+    # which then stays below 2^24; float64 when flushes would come too often (huge integer values)
+    flush_every = int((_FLOAT32_EXACT_INTEGERS - 1) // max(largest, 1.0))
+    exact32 = bool(integer and not squares and flush_every >= _MIN_FLUSH_DOCUMENTS)
+    # the work of a task: the non-zeros it reads, and the row it zeroes (or flushes) and sums
+    reads = np.diff(X.indptr)[Yc.indices].cumsum()
+    reads = np.concatenate([[0], reads])[Yc.indptr]
+    work = np.concatenate([np.diff(reads), [X.nnz]]) + V
+    order, bounds = _balanced_tasks(work, min(numba.get_num_threads(), K + 1))
+    Fx = np.empty((K + 1, V))  # rows 0..K−1: F; row K: t
+    F2x = np.empty((K + 1, V)) if squares else np.zeros((0, 0))
+    S = np.empty(K + 1)
+    _count_tasks(order, bounds, Yc.indptr, Yc.indices, X.indptr, X.indices, X.data, binary, exact32, flush_every,
+                 Fx, F2x, S)
+    return ChunkCounts(Fx[:K], Fx[K], S[:K], F2x[:K] if squares else None, F2x[K] if squares else None)
+
+
+def _scipy_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool, squares: bool) -> ChunkCounts:
+    if binary:
+        X = X.copy()
+        X.data = (X.data > 0).astype(np.float32)
+    X64 = X.astype(np.float64)  # small X (or no numba): float64 values, squared exactly
+    Yt = Y.T.astype(np.float64)
+    F = (Yt @ X64).toarray()  # (K, n)·(n, V) -> (K, V), summed in float64
+    t = np.asarray(X64.sum(axis=0)).ravel()  # (V,)
+    F2 = t2 = None
+    if squares:
+        X64.data *= X64.data
+        F2, t2 = (Yt @ X64).toarray(), np.asarray(X64.sum(axis=0)).ravel()
+    return ChunkCounts(F, t, F.sum(axis=1), F2, t2)
+
+
+def count_chunk(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = False, squares: bool = False,
+                kernel: str = "auto") -> ChunkCounts:
+    """F = Yᵀ·X, t = 1ᵀ·X, S = F·1 and, with ``squares``, F2 = Yᵀ·(X∘X), t2 = 1ᵀ·(X∘X), in one
+    pass; ``binary`` uses [X > 0] for X."""
+    if binary and squares:
+        raise ValueError("the counts of presence [X > 0] have no sums of squares")
+    if _use_numba(X, kernel):
+        return _numba_counts(Y, X, binary, squares)
+    return _scipy_counts(Y, X, binary, squares)
 
 
 if HAVE_NUMBA:
@@ -131,29 +293,11 @@ def _labels_by_category(Y: sp.csr_matrix) -> sp.csc_matrix:
 def category_feature_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = False,
                             kernel: str = "auto") -> np.ndarray:
     """F = Yᵀ·X as a dense float64 (K × V) array; ``binary`` uses [X > 0] for X."""
-    if _use_numba(X, kernel):
-        Yc = _labels_by_category(Y)
-        F = np.zeros((Y.shape[1], X.shape[1]), dtype=np.float64)
-        _count(Yc.indptr, Yc.indices, X.indptr, X.indices, X.data, binary, F, _NO_SQUARES_2D)
-        return F
-    if binary:
-        X = X.copy()
-        X.data = (X.data > 0).astype(np.float32)
-    return (Y.T.astype(np.float64) @ X).toarray()  # (K, n)·(n, V) -> (K, V), summed in float64
+    return count_chunk(Y, X, binary=binary, kernel=kernel).F
 
 
 def category_feature_moments(Y: sp.csr_matrix, X: sp.csr_matrix,
                              kernel: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """(F, F2) = (Yᵀ·X, Yᵀ·(X∘X)) as dense float64 (K × V) arrays, in one pass over X."""
-    if _use_numba(X, kernel):
-        Yc = _labels_by_category(Y)
-        F = np.zeros((Y.shape[1], X.shape[1]), dtype=np.float64)
-        F2 = np.zeros_like(F)
-        _count(Yc.indptr, Yc.indices, X.indptr, X.indices, X.data, False, F, F2)
-        return F, F2
-    # small X (or no numba): float64 values, squared exactly; the copy is of a small X
-    X64 = X.astype(np.float64)
-    Yt = Y.T.astype(np.float64)
-    F = (Yt @ X64).toarray()  # (K, V)
-    X64.data *= X64.data
-    return F, (Yt @ X64).toarray()  # (K, V)
+    counts = count_chunk(Y, X, squares=True, kernel=kernel)
+    return counts.F, counts.F2

@@ -8,55 +8,29 @@ never need to know which model produced the scores.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from scipy.special import expit
 
 from mlnb import progress
+from mlnb.data.validate import MAX_ABS_FEATURE, check_features, check_labels, check_non_negative  # noqa: F401
 from mlnb.errors import MlnbError
 from mlnb.models._scoring import linear_scores
 
 
-#: the largest |x| a feature value may have. float32 ends at 3.4e38: Gaussian Naive Bayes squares
-#: x (x² ≤ 1e30) and sums x² over the documents (room for 10⁸ of them), and X·W with |x| = 1e30
-#: already overflows for |w| ≥ 1e9, so that a model "silently learns nothing"
-MAX_ABS_FEATURE = 1e15
+def as_csr_float32(X, what: str = "X", non_negative: bool = False) -> sp.csr_matrix:
+    """X as CSR float32 (documents × features), copying only when needed: every value finite, |x| at
+    most ``MAX_ABS_FEATURE`` and, with ``non_negative``, x ≥ 0 (``mlnb.data.validate.check_features``,
+    the check every loader and streamed chunk also passes)."""
+    return check_features(X, what, non_negative=non_negative)
 
 
-def as_csr_float32(X, what: str = "X") -> sp.csr_matrix:
-    """X as CSR float32 (documents × features), copying only when needed; every |x| finite and at
-    most ``MAX_ABS_FEATURE``."""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-    else:
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise MlnbError(f"{what} must be 2-D (documents × features), got shape {X.shape}")
-        X = sp.csr_matrix(X)
-    if X.dtype != np.float32 and X.has_canonical_format:
-        # new values on X's own indices: scipy's astype also copies the indices, ~10× the time
-        X = sp.csr_matrix((X.data.astype(np.float32), X.indices, X.indptr), shape=X.shape)
-    elif X.dtype != np.float32:
-        X = X.astype(np.float32)
-    largest = max(X.data.max(), -X.data.min()) if X.nnz else 0.0  # NaN propagates through max/min
-    if not np.isfinite(largest):
-        raise MlnbError(f"{what} holds NaN or infinite values (or values beyond float32's range)")
-    if largest > MAX_ABS_FEATURE:
-        raise MlnbError(f"{what} has a value of magnitude {largest:.3g}, beyond the {MAX_ABS_FEATURE:g} that "
-                        "float32 scoring can take; rescale the features (e.g. features.transform)")
-    return X
-
-
-def as_label_matrix(Y, n_documents: int) -> sp.csr_matrix:
+def as_label_matrix(Y, n_documents: int, what: str = "Y") -> sp.csr_matrix:
     """Y as CSR float32 0/1 (documents × categories); sparse or dense input."""
-    Y = sp.csr_matrix(Y) if sp.issparse(Y) else sp.csr_matrix(np.asarray(Y))
-    if Y.ndim != 2 or Y.shape[0] != n_documents:
-        raise MlnbError(f"Y must have one row per document ({n_documents}), got shape {Y.shape}")
-    Y.eliminate_zeros()
-    if Y.nnz and not np.all(Y.data == 1):
-        raise MlnbError("Y must be a 0/1 category matrix (documents × categories)")
-    return Y.astype(np.float32)
+    return check_labels(Y, what, n_documents=n_documents).astype(np.float32)
 
 
 def as_one_hot(Y, n_documents: int, n_classes: int | None = None, min_classes: int = 0) -> sp.csr_matrix:
@@ -71,7 +45,9 @@ def as_one_hot(Y, n_documents: int, n_classes: int | None = None, min_classes: i
         if labels.shape[0] != n_documents:
             raise MlnbError(f"Y must have one label per document ({n_documents}), got {labels.shape[0]}")
         if labels.dtype.kind not in "iuf":
-            raise MlnbError(f"multiclass labels must be integers 0..K−1, got dtype {labels.dtype}")
+            raise MlnbError(f"multiclass labels must be integers 0..K−1, got dtype {labels.dtype}"
+                            + (f" (e.g. {labels.ravel()[0].item()!r}): map the class names to 0..K−1 first"
+                               if labels.size and labels.dtype.kind in "USO" else ""))
         bad = np.flatnonzero(~(np.isfinite(labels) & (labels >= 0) & (labels == np.floor(labels))))
         if bad.size:
             raise MlnbError(f"multiclass labels must be integers 0..K−1; document {bad[0]} has "
@@ -144,21 +120,67 @@ def log_odds_to_proba(scores: np.ndarray) -> np.ndarray:
     return expit(np.asarray(scores, dtype=np.float64))
 
 
+def _shape_of(A) -> tuple:
+    """A's shape without converting it (sparse, array or nested lists); () when it has none."""
+    shape = getattr(A, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(A)
+        except (ValueError, TypeError):  # ragged lists: the full check names them
+            return ()
+    return tuple(shape)
+
+
+def check_fit_shapes(X, Y) -> None:
+    """What no single matrix check sees: a fit needs at least one document, one feature and (for
+    a 0/1 matrix Y) one category. Without this, every kind failed its own way (ZeroDivisionError,
+    ``range() arg 3 must not be zero``, or a 'fitted' model of nothing). ``partial_fit`` chunks
+    may be empty and are not checked here."""
+    X_shape, Y_shape = _shape_of(X), _shape_of(Y)
+    if len(X_shape) == 2 and X_shape[0] == 0:
+        raise MlnbError(f"X has 0 documents (shape {X_shape}): fitting needs at least one")
+    if len(X_shape) == 2 and X_shape[1] == 0:
+        raise MlnbError(f"X has 0 features (shape {X_shape}): fitting needs at least one")
+    if len(Y_shape) == 2 and Y_shape[1] == 0:
+        raise MlnbError(f"Y has 0 categories (shape {Y_shape}): fitting needs at least one")
+
+
 class LinearMultilabelModel:
     """Mixin: scoring for a fitted ``weights_`` (V × K) and ``bias_`` (K,).
 
-    Subclasses set ``weights_``, ``bias_`` and ``n_features_in_`` in ``fit``.
+    Subclasses set ``weights_``, ``bias_`` and ``n_features_in_`` in ``fit``. Every subclass's own
+    ``fit`` is wrapped so that ``check_fit_shapes`` runs first: no model kind can forget it.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_checks_shapes", False):
+            @functools.wraps(fit)
+            def checked_fit(self, X, Y, *args, **kwargs):
+                check_fit_shapes(X, Y)
+                return fit(self, X, Y, *args, **kwargs)
+            checked_fit._checks_shapes = True
+            cls.fit = checked_fit
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
             raise MlnbError(f"this {type(self).__name__} is not fitted yet: call fit(X, Y) first")
 
+    def _non_negative_features(self) -> bool:
+        """Whether the model needs X ≥ 0 (counts, presence or TF-IDF); the count Naive Bayes kinds
+        say yes, so that a negative value is refused when scoring exactly as when fitting."""
+        return False
+
     def _check_features(self, X: sp.csr_matrix) -> None:
+        """A scoring X (checked by ``as_csr_float32``) against the fitted model: its number of
+        features, and its sign where the model needs counts."""
         if X.shape[1] != self.n_features_in_:
             raise MlnbError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_}: train and test data must share one feature space")
+        if self._non_negative_features():
+            check_non_negative(X)
 
     #: whether W applies to word presence [X > 0] rather than X (Naive Bayes with binarize)
     _scores_presence = False

@@ -6,6 +6,12 @@ category loop innermost over a contiguous row of W), in parallel over rows on
 every core; it measured 3.6× scipy on 781k × 47k × 103 (experiments/bench.py).
 With ``binary`` it treats every stored value as 1 (word presence) without
 copying X.
+
+A document's scores must not depend on what else is scored with it (a streamed
+test set is scored chunk by chunk, a whole one at once), so "auto" never
+switches between scipy and numba by size: small products run the same compiled
+loop on one thread (no thread start-up), large ones in parallel; each row's sums
+are the same operations either way.
 """
 
 from __future__ import annotations
@@ -21,8 +27,7 @@ _NUMBA_MIN_WORK = 2_000_000
 
 if HAVE_NUMBA:
 
-    @njit(parallel=True, cache=True, fastmath=True)
-    def _csr_times_dense(indptr, indices, data, W, b, binary, sigmoid, out):
+    def _csr_times_dense_rows(indptr, indices, data, W, b, binary, sigmoid, out):
         n, K = out.shape
         one = np.float32(1.0)
         for i in prange(n):
@@ -37,21 +42,27 @@ if HAVE_NUMBA:
                 for k in range(K):
                     out[i, k] = one / (one + np.exp(-out[i, k]))
 
+    # one loop, compiled twice: the rows' arithmetic is identical, only the threads differ
+    _csr_times_dense = njit(parallel=True, cache=True, fastmath=True)(_csr_times_dense_rows)
+    _csr_times_dense_serial = njit(cache=True, fastmath=True)(_csr_times_dense_rows)
+
 
 def linear_scores(X: sp.csr_matrix, W: np.ndarray, b: np.ndarray, binary: bool = False,
                   kernel: str = "auto", sigmoid: bool = False) -> np.ndarray:
     """Z = X·W + b as float32 (n × K); ``binary`` scores [X > 0] instead of X; ``sigmoid``
     returns σ(Z) instead, computed in the same pass.
 
-    kernel: "numba" (all cores), "scipy" (one core) or "auto" (numba for large products).
+    kernel: "numba" (all cores for large products, one for small), "scipy" (one core) or "auto"
+    (numba when installed).
     """
-    use_numba = kernel == "numba" or (kernel == "auto" and HAVE_NUMBA and X.nnz * W.shape[1] >= _NUMBA_MIN_WORK)
+    use_numba = kernel == "numba" or (kernel == "auto" and HAVE_NUMBA)
     if use_numba:
         if not HAVE_NUMBA:  # pragma: no cover
             raise ImportError("numba is not installed: use kernel = 'scipy'")
         out = np.empty((X.shape[0], W.shape[1]), dtype=np.float32)
-        _csr_times_dense(X.indptr, X.indices, X.data, np.ascontiguousarray(W, dtype=np.float32),
-                         np.asarray(b, dtype=np.float32), binary, sigmoid, out)
+        product = _csr_times_dense if X.nnz * W.shape[1] >= _NUMBA_MIN_WORK else _csr_times_dense_serial
+        product(X.indptr, X.indices, X.data, np.ascontiguousarray(W, dtype=np.float32),
+                np.asarray(b, dtype=np.float32), binary, sigmoid, out)
         return out
     if binary:
         X = X.copy()

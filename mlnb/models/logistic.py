@@ -31,12 +31,26 @@ which minimises the mean cross-entropy (multinomial logistic regression)
 
     (1/n) Σ_i [logsumexp(z_i) − z_i·y_i] + (l2/2)·‖W‖² + l1·‖W‖₁.
 
-The minibatch step itself lives in ``_glm_kernels`` (a scipy reference and a
-two-core numba kernel that compute the same thing).
+The learner is split the way BIDMach splits one: a minibatch source (``minibatch.py``:
+rows of an in-memory matrix, or chunks of a stream shuffled within a buffer), a step kernel
+that takes one minibatch (X_B, Y_B) (``_glm_kernels``: a scipy reference and a numba kernel
+that compute the same thing), and an updater holding the AdaGrad/SGD state. So besides
+``fit`` the estimator has
+
+* ``partial_fit(X, Y)``: one pass over the given documents, continuing the training;
+* ``fit_stream(make_chunks, n_features, n_categories)``: passes over a stream of chunks, the
+  corpus never in memory at once;
+* ``get_state()`` / ``set_state(state)``: everything needed to resume (W, b, the AdaGrad sums,
+  the step count, the shuffling generator, ...), and ``average_states`` to mix the states of
+  several trainers (parameter mixing, for data-parallel training).
+
+``fit`` is ``npasses`` of those passes over the in-memory source and gives, bit for bit, the
+numbers of the engine before the split (same minibatches, same sums in the same order).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -47,11 +61,25 @@ from sklearn.base import BaseEstimator
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, as_one_hot, prior_log_odds
+from mlnb.models._linear import (
+    LinearMultilabelModel,
+    as_csr_float32,
+    as_label_matrix,
+    as_one_hot,
+    prior_log_odds,
+)
+from mlnb.models.minibatch import (
+    UPDATERS,
+    ChunkStreamSource,
+    InMemorySource,
+    Updater,
+    average_states,
+)
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
-UPDATERS = ("adagrad", "sgd")
+__all__ = ["DIVERGENCE_FACTOR", "LogisticRegression", "average_states"]
+
 #: each task's link: K independent sigmoids, or one softmax over K classes
 LINKS = {"multilabel": "sigmoid", "multiclass": "softmax"}
 
@@ -92,17 +120,49 @@ _DEFAULTS = LogisticOptions()
 #: gives 10^7–10^9×. The loss grows about linearly with lrate, so this fires from lrate ~10^3–10^5.
 DIVERGENCE_FACTOR = 1e4
 
+#: seconds between two progress lines within a pass
+PROGRESS_SECONDS = 10.0
 
-def _prior_loss(Y, link: str) -> float:
+
+def _prior_loss(counts, n: int, link: str) -> float:
     """The mean training loss of W = 0 and b = the default start (the training log-odds), from the
-    category counts N_k alone: multilabel Σ_k N_k·softplus(−b_k) + (n − N_k)·softplus(b_k) per
-    document and category; multiclass logsumexp(b) − Σ_c N_c·b_c / n per document."""
-    n, K = Y.shape
-    N = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
+    category counts N_k (K,) of n documents alone: multilabel Σ_k N_k·softplus(−b_k) + (n − N_k)·softplus(b_k)
+    per document and category; multiclass logsumexp(b) − Σ_c N_c·b_c / n per document."""
+    N = np.asarray(counts, dtype=np.float64).ravel()  # (K,)
     b = prior_log_odds(N, n, link)
     if link == "softmax":
         return float(logsumexp(b) - N @ b / n)
-    return float((N @ np.logaddexp(0.0, -b) + (n - N) @ np.logaddexp(0.0, b)) / (n * K))
+    return float((N @ np.logaddexp(0.0, -b) + (n - N) @ np.logaddexp(0.0, b)) / (n * N.size))
+
+
+def _duration(seconds: float) -> str:
+    """42 s, 3 min 20 s, 2 h 05 min."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:02.0f} min"
+
+
+class _Training:
+    """What a training carries from minibatch to minibatch and from pass to pass: the trained
+    matrix (W, or W′ with a scale R), b, the updater, the step kernel, the shuffling generator,
+    the category counts (N (K,), n) if known, and the divergence reference."""
+
+    def __init__(self, W, b, updater: Updater, kernel, rng, R, link: str, counts=None):
+        self.W, self.b, self.updater, self.kernel, self.rng, self.R = W, b, updater, kernel, rng, R
+        self.link = link
+        self.counts = counts  # (N (K,) float64, n) or None until a pass has counted them
+        self.start_loss = None  # mean loss of the starting W, b on the first minibatch
+        self.reference = None  # max(all-prior loss, start loss), once both are known
+        self.passes = 0
+        self.pass_seconds: list[float] = []
+
+    @property
+    def units(self) -> int:
+        """Loss terms per document: K (multilabel: one per category) or 1 (multiclass)."""
+        return self.W.shape[1] if self.link == "sigmoid" else 1
 
 
 class LogisticRegression(LinearMultilabelModel, BaseEstimator):
@@ -196,6 +256,88 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"lrate must be finite and > 0, got {self.lrate!r}")
         return np.ascontiguousarray(lrate, dtype=np.float32)
 
+    def _labels(self, Y, n: int, link: str, n_categories: int | None = None):
+        """Y as CSR int8 (n × K): 0/1 (multilabel), or one-hot from labels or a one-hot matrix (multiclass)."""
+        if link == "softmax":
+            return as_one_hot(Y, n, n_classes=n_categories).astype(np.int8)
+        Y = as_label_matrix(Y, n)
+        if n_categories is not None and Y.shape[1] != n_categories:
+            raise MlnbError(f"Y has {Y.shape[1]} categories, but the model has {n_categories}")
+        return Y.astype(np.int8)
+
+    @staticmethod
+    def _category_counts(category_counts, K: int | None = None) -> tuple[np.ndarray, int]:
+        """(N (K,) float64, n) from a user's category_counts = (N_k per category, n documents); K is
+        N's length when not given."""
+        try:
+            N, n = category_counts
+            N = np.asarray(N, dtype=np.float64).ravel()
+            K = N.size if K is None else K
+            valid = N.shape == (K,) and float(n) == int(n) and int(n) >= 1 and np.isfinite(N).all() \
+                and (N >= 0).all() and (N <= int(n)).all()
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            raise MlnbError(f"category_counts must be (N, n): the documents of each of the {K} categories (0 ≤ N_k ≤ "
+                            f"n) and the number of documents n ≥ 1, got {category_counts!r:.200}")
+        return N, int(n)
+
+    @staticmethod
+    def _scale(scale, V: int, K: int):
+        R = None if scale is None else np.ascontiguousarray(scale, dtype=np.float32)  # (V, K)
+        if R is not None and (R.shape != (V, K) or not np.isfinite(R).all()):
+            raise MlnbError(f"scale must be a finite ({V}, {K}) array, got shape {R.shape}")
+        return R
+
+    def _start(self, V: int, K: int, link: str, lrate, coef_init, intercept_init, scale, counts,
+               word_counts=None) -> _Training:
+        """A new training: W (coef_init or 0), b (intercept_init, else the priors of ``counts``, else
+        those of the first buffer, at the first minibatch), a fresh updater and generator."""
+        W = np.zeros((V, K), dtype=np.float32) if coef_init is None else \
+            np.array(coef_init, dtype=np.float32, order="C", copy=True)
+        if intercept_init is not None:
+            b = np.array(intercept_init, dtype=np.float32, copy=True)
+        elif counts is not None:  # start at each category's (class's) smoothed training prior
+            b = prior_log_odds(counts[0], counts[1], link).astype(np.float32)
+        else:
+            b = None
+        if W.shape != (V, K) or (b is not None and b.shape != (K,)):
+            raise MlnbError(f"coef_init must be ({V}, {K}) and intercept_init ({K},); got {W.shape} "
+                            f"and {None if b is None else b.shape}")
+        R = self._scale(scale, V, K)
+        self.__dict__.pop("weights_prime_", None)  # from an earlier fit with a scale
+        updater = Updater(self.updater, lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2, V, K)
+        kernel = KERNELS[self.kernel](V, K, link, word_counts)
+        training = _Training(W, b, updater, kernel, np.random.default_rng(self.random_state), R, link, counts)
+        self._training = training
+        self.n_features_in_ = V
+        self.history_ = []
+        if counts is not None:
+            self._note_untrainable(counts)
+        return training
+
+    def _continue(self, V: int, K: int, lrate, scale) -> _Training:
+        """The current training, after checking that (V, K) and the updater still match; the
+        estimator's current hyperparameters apply from here on."""
+        training = getattr(self, "_training", None)
+        if training is None:
+            raise MlnbError("nothing to resume: fit, partial_fit, fit_stream or set_state first")
+        if training.W.shape != (V, K):
+            raise MlnbError(f"the data have {V} features and {K} categories, but the model was trained with "
+                            f"{training.W.shape[0]} and {training.W.shape[1]}")
+        if training.updater.rule != self.updater:
+            raise MlnbError(f"updater is {self.updater!r} but the training so far used {training.updater.rule!r}; "
+                            "its state cannot continue under another rule")
+        training.updater.configure(lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2)
+        if scale is not None:
+            training.R = self._scale(scale, V, K)
+        return training
+
+    def _note_untrainable(self, counts) -> None:
+        N, n = counts
+        # still fitted (their gradient pushes towards "never"), but listed like NB's
+        self.untrainable_categories_ = np.flatnonzero((N == 0) | (N == n))
+
     def fit(self, X, Y, coef_init=None, intercept_init=None, eval_set=None, scale=None):
         """Fit W and b on X (n × V) and Y (n × K, 0/1; multiclass: one-hot, or labels (n,) in 0..K−1).
 
@@ -218,69 +360,227 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         """
         link = self._link()
         X = as_csr_float32(X)
-        Y = (as_one_hot(Y, X.shape[0]) if link == "softmax" else as_label_matrix(Y, X.shape[0])).astype(np.int8)
+        Y = self._labels(Y, X.shape[0], link)
         n, V = X.shape
         K = Y.shape[1]
         lrate = self._check_params(K)
-        X.sort_indices()
-        X.indptr = X.indptr.astype(np.int64)
-        W = np.zeros((V, K), dtype=np.float32) if coef_init is None else \
-            np.array(coef_init, dtype=np.float32, order="C", copy=True)
-        if intercept_init is None:  # start at each category's (class's) smoothed training prior
-            b = prior_log_odds(Y.sum(axis=0), n, link).astype(np.float32)
+        counts = (np.bincount(Y.indices, minlength=K).astype(np.float64), n)
+        training = self._start(V, K, link, lrate, coef_init, intercept_init, scale, counts,
+                               word_counts=np.bincount(X.indices, minlength=V))
+        source = InMemorySource(X, Y, min(self.batch_size, n))
+        for _ in range(self.npasses):
+            self._run_pass(training, source, self.npasses, eval_set)
+        training.kernel.release()
+        return self
+
+    def partial_fit(self, X, Y, coef_init=None, intercept_init=None, category_counts=None, eval_set=None,
+                    scale=None):
+        """One pass over the documents (X, Y) in minibatches, continuing the training so far.
+
+        The first call (on a model not trained yet) starts the training as ``fit`` does: W from
+        ``coef_init`` or 0, b from ``intercept_init``, else the priors of ``category_counts`` =
+        (N, n) (the documents of each category and in all, e.g. of the whole corpus), else those
+        of this (X, Y); every later call continues W, b, the updater's state (AdaGrad sums, step
+        count) and the shuffling generator, so that ``npasses`` calls on the same data give
+        exactly ``fit`` (and a model restored by ``set_state`` continues where it was saved).
+        The estimator's hyperparameters (lrate, l1, l2, ...) apply from the call on; the number
+        of categories is fixed by the first call (or by ``category_counts``). With a scale, pass
+        it to every call (or once; it is kept).
+        """
+        link = self._link()
+        X = as_csr_float32(X)
+        training = getattr(self, "_training", None)
+        counts = None if training is not None or category_counts is None else \
+            self._category_counts(category_counts)
+        K = training.W.shape[1] if training is not None else None if counts is None else counts[0].size
+        Y = self._labels(Y, X.shape[0], link, K)
+        n, V = X.shape
+        K = Y.shape[1]
+        lrate = self._check_params(K)
+        if training is None:
+            if counts is None:
+                counts = (np.bincount(Y.indices, minlength=K).astype(np.float64), n)
+            training = self._start(V, K, link, lrate, coef_init, intercept_init, scale, counts,
+                                   word_counts=np.bincount(X.indices, minlength=V))
         else:
-            b = np.array(intercept_init, dtype=np.float32, copy=True)
-        if W.shape != (V, K) or b.shape != (K,):
-            raise MlnbError(f"coef_init must be ({V}, {K}) and intercept_init ({K},); got {W.shape} "
-                            f"and {b.shape}")
-        R = None if scale is None else np.ascontiguousarray(scale, dtype=np.float32)  # (V, K)
-        if R is not None and (R.shape != (V, K) or not np.isfinite(R).all()):
-            raise MlnbError(f"scale must be a finite ({V}, {K}) array, got shape {R.shape}")
-        self.__dict__.pop("weights_prime_", None)  # from an earlier fit with a scale
-        S = np.zeros((V, K), dtype=np.float32)  # AdaGrad's running sum of squared gradients
-        Sb = np.zeros(K, dtype=np.float32)
-        batch_size = min(self.batch_size, n)
-        kernel = KERNELS[self.kernel](X, Y, batch_size, link)
+            if coef_init is not None or intercept_init is not None:
+                raise MlnbError("coef_init and intercept_init start a training: pass them to fit or to the first "
+                                "partial_fit")
+            training = self._continue(V, K, lrate, scale)
+        self._run_pass(training, InMemorySource(X, Y, min(self.batch_size, n)), None, eval_set)
+        training.kernel.release()
+        return self
+
+    def fit_stream(self, make_chunks, n_features: int, n_categories: int, category_counts=None, coef_init=None,
+                   intercept_init=None, eval_set=None, scale=None, buffer_chunks: int = 1, npasses=None,
+                   resume: bool = False):
+        """``npasses`` passes over a stream of chunks, the corpus never in memory at once.
+
+        make_chunks : a function returning an iterable of chunks, called once per pass; a chunk
+            has ``.X`` (m × n_features, CSR float32) and ``.Y`` (m × n_categories, CSR 0/1;
+            multiclass one-hot), e.g. ``lambda: source.chunks(chunk_size)`` of a ``ChunkSource``.
+        category_counts : optional (N, n), the documents of each category and in all. b starts at
+            their priors (as ``fit``'s) and the divergence check knows the all-prior loss from the
+            start. Without them b starts at the priors of the first buffer, and the counts are
+            summed during the first pass (the check after pass 1 uses them).
+        buffer_chunks : chunks read and shuffled together (``shuffle``); see ``minibatch.py`` for
+            what shuffling within a buffer changes. A buffer holding the whole stream gives the
+            documents in the very order ``fit`` would (the same seeded permutation).
+        npasses : passes to run (default: the estimator's ``npasses``).
+        resume : continue the training so far (an earlier fit, partial_fit, fit_stream or
+            set_state) instead of starting afresh; coef_init, intercept_init and
+            category_counts are then ignored.
+
+        On the same documents in the same order — shuffle = False, or a buffer holding the
+        whole stream, and b starting from the same priors — this is ``fit`` exactly, bit for bit.
+        Memory: one buffer of chunks, the minibatch, and W, S (V × K each).
+        """
+        link = self._link()
+        for name, value in (("n_features", n_features), ("n_categories", n_categories)):
+            if not (isinstance(value, (int, np.integer)) and value >= 1):
+                raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
+        lrate = self._check_params(n_categories)
+        passes = self.npasses if npasses is None else npasses
+        if not (isinstance(passes, (int, np.integer)) and passes >= 1):
+            raise MlnbError(f"npasses must be an integer >= 1, got {passes!r}")
+        source = ChunkStreamSource(make_chunks, n_features, n_categories, self.batch_size, buffer_chunks,
+                                   one_hot=link == "softmax")
+        if resume:
+            training = self._continue(n_features, n_categories, lrate, scale)
+        else:
+            counts = None if category_counts is None else self._category_counts(category_counts, n_categories)
+            training = self._start(n_features, n_categories, link, lrate, coef_init, intercept_init, scale, counts)
+        last_pass = training.passes + passes
+        for _ in range(passes):
+            self._run_pass(training, source, last_pass, eval_set)
+        training.kernel.release()
+        return self
+
+    def _run_pass(self, training: _Training, source, last_pass: int | None, eval_set) -> None:
+        """One pass over ``source``'s minibatches; then the checks, ``weights_``, the history and the
+        progress line."""
+        W, updater, kernel, R, link = training.W, training.updater, training.kernel, training.R, training.link
+        K, units = W.shape[1], training.units
+        counting = training.counts is None  # a stream without category_counts: count them now
+        N = np.zeros(K) if counting else None
+        epoch = training.passes + 1
+        total = None if training.counts is None else training.counts[1]
+        loss, n, nnz = 0.0, 0, 0
+        started = time.perf_counter()
+        next_report = started + PROGRESS_SECONDS
+        for X_B, Y_B in source.minibatches(training.rng if self.shuffle else None):
+            m = X_B.shape[0]
+            if training.b is None:  # no priors given: those of the first buffer of the stream
+                training.b = prior_log_odds(*source.buffer_counts, link).astype(np.float32)
+            batch_loss = kernel.step(X_B, Y_B, W, training.b, updater, R)
+            if training.start_loss is None:  # before any update: the loss of the starting W and b
+                training.start_loss = batch_loss / (m * units)
+            loss += batch_loss
+            n += m
+            nnz += X_B.nnz
+            if counting:
+                N += np.bincount(Y_B.indices, minlength=K)
+            if progress.is_enabled() and time.perf_counter() >= next_report:
+                progress.log(self._format_progress(training, epoch, last_pass, n, total,
+                                                   time.perf_counter() - started))
+                next_report = time.perf_counter() + PROGRESS_SECONDS
+        seconds = time.perf_counter() - started
+        if n == 0:
+            raise MlnbError(f"pass {epoch} saw no documents: the stream (make_chunks) gave no chunk")
+        if counting:
+            training.counts = (N, n)
+            self._note_untrainable(training.counts)
+        if training.reference is None:  # the all-prior model's loss, or the start's if higher
+            training.reference = max(_prior_loss(*training.counts, link), training.start_loss)
+        per = n * units  # the loss is per document and category, or per document
+        if not (np.isfinite(W).all() and np.isfinite(training.b).all()):
+            raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {self.lrate} is too large "
+                            "for these data; lower it")
+        if not loss / per <= DIVERGENCE_FACTOR * training.reference:
+            raise MlnbError(f"training diverged in pass {epoch}: mean training loss {loss / per:.3g}, more than "
+                            f"{DIVERGENCE_FACTOR:g} × the {training.reference:.3g} of the all-prior (or starting) "
+                            f"model; lrate {self.lrate if np.ndim(self.lrate) else f'{self.lrate:g}'} is too large "
+                            "for these data; lower it")
+        training.passes = epoch
+        training.pass_seconds.append(seconds)
+        self.weights_, self.bias_ = W if R is None else R * W, training.b  # with a scale, W is W′
+        if R is not None:
+            self.weights_prime_ = W
+        # multilabel: per document and category; multiclass: per document (K classes, one loss)
+        record = {"pass": epoch, "train_loss": loss / per, "seconds": seconds,
+                  "docs_per_second": n / seconds, "gflops": 4.0 * nnz * K / seconds / 1e9}
+        if eval_set is not None:
+            record["heldout_loss"] = self.mean_log_loss(*eval_set)
+        self.history_.append(record)
+        remaining = None if last_pass is None else (last_pass - epoch) * float(np.mean(training.pass_seconds))
+        progress.log(_format_pass(record, last_pass, remaining))
+
+    @staticmethod
+    def _format_progress(training: _Training, epoch: int, last_pass, n: int, total, seconds: float) -> str:
+        """Within a long pass: documents so far, documents/s and, when the total is known, the ETA."""
+        rate = n / seconds
+        of = "" if last_pass is None else f"/{last_pass}"
+        line = f"LR pass {epoch}{of}: {n:,} documents" + ("" if total is None else f" of {total:,}") + \
+            f", {rate:,.0f} docs/s"
+        if total is not None:
+            later = 0 if last_pass is None else (last_pass - epoch) * total
+            line += f", ETA {_duration((total - n + later) / rate)}"
+        return line
+
+    # -- state: save, restore, average ---------------------------------------------------------
+    def get_state(self) -> dict:
+        """Everything needed to continue this training, as copies:
+
+        weights (V × K: W, or W′ with a scale), bias (K,), S (V × K AdaGrad sums; None with sgd),
+        Sb (K,), t (steps taken), passes (passes done), rng (the shuffling generator's state),
+        category_counts ((N, n), or None before a stream's first pass ended), start_loss and
+        reference_loss (the divergence check's), task and updater.
+        ``set_state`` on a model with the same task and updater continues from it exactly:
+        fit(npasses=1), get_state, set_state, partial_fit equals fit(npasses=2).
+        """
+        training = getattr(self, "_training", None)
+        if training is None or training.b is None:
+            raise MlnbError("get_state needs a trained model: fit, partial_fit, fit_stream or set_state first")
+        counts = None if training.counts is None else (training.counts[0].copy(), training.counts[1])
+        return {"weights": training.W.copy(), "bias": training.b.copy(), **training.updater.get_state(),
+                "passes": training.passes, "rng": copy.deepcopy(training.rng.bit_generator.state),
+                "category_counts": counts, "start_loss": training.start_loss,
+                "reference_loss": training.reference, "task": self.task, "updater": self.updater}
+
+    def set_state(self, state: dict):
+        """Restore a training saved by ``get_state`` (or mixed by ``average_states``); then
+        ``partial_fit`` or ``fit_stream(..., resume=True)`` continue it. The estimator's task and
+        updater must be the state's; its other hyperparameters apply from here on. With a scale,
+        the state's weights are W′: pass the same scale to the next call."""
+        link = self._link()
+        for key in ("task", "updater"):
+            if key in state and state[key] != getattr(self, key):
+                raise MlnbError(f"the state was saved with {key} = {state[key]!r}, this model has "
+                                f"{getattr(self, key)!r}")
+        W = np.array(state["weights"], dtype=np.float32, order="C", copy=True)
+        b = np.array(state["bias"], dtype=np.float32, copy=True)
+        if W.ndim != 2 or b.shape != (W.shape[1],):
+            raise MlnbError(f"the state's weights must be (V, K) and bias (K,), got {W.shape} and {b.shape}")
+        V, K = W.shape
+        lrate = self._check_params(K)
+        updater = Updater(self.updater, lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2, V, K)
+        updater.set_state(state)
         rng = np.random.default_rng(self.random_state)
-        self.n_features_in_ = V
-        positives = np.diff(Y.tocsc().indptr)
-        # still fitted (their gradient pushes towards "never"), but listed like NB's
-        self.untrainable_categories_ = np.flatnonzero((positives == 0) | (positives == n))
-        self.history_ = []
-        per = n * K if link == "sigmoid" else n  # the loss is per document and category, or per document
-        reference = _prior_loss(Y, link)  # raised below to the first minibatch's loss (the start)
-        step = 0
-        adagrad = self.updater == "adagrad"
-        for epoch in range(1, self.npasses + 1):
-            started = time.perf_counter()
-            order = rng.permutation(n) if self.shuffle else np.arange(n)
-            loss = 0.0
-            for start in range(0, n, batch_size):
-                step += 1
-                rows = order[start:start + batch_size]
-                batch_loss = kernel.step(rows, W, b, S, Sb, lrate, step, adagrad, self.texp, self.vexp,
-                                         self.epsilon, self.l1, self.l2, R)
-                if step == 1:  # before any update: the loss of the starting W and b (e.g. a warm start)
-                    reference = max(reference, batch_loss * n / (rows.size * per))
-                loss += batch_loss
-            seconds = time.perf_counter() - started
-            if not (np.isfinite(W).all() and np.isfinite(b).all()):
-                raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {self.lrate} is too large "
-                                "for these data; lower it")
-            if not loss / per <= DIVERGENCE_FACTOR * reference:
-                raise MlnbError(f"training diverged in pass {epoch}: mean training loss {loss / per:.3g}, more than "
-                                f"{DIVERGENCE_FACTOR:g} × the {reference:.3g} of the all-prior (or starting) model; lrate "
-                                f"{self.lrate if np.ndim(self.lrate) else f'{self.lrate:g}'} is too large for these data; lower it")
-            self.weights_, self.bias_ = W if R is None else R * W, b  # with a scale, W is W′
-            if R is not None:
-                self.weights_prime_ = W
-            # multilabel: per document and category; multiclass: per document (K classes, one loss)
-            record = {"pass": epoch, "train_loss": loss / per, "seconds": seconds,
-                      "docs_per_second": n / seconds, "gflops": 4.0 * X.nnz * K / seconds / 1e9}
-            if eval_set is not None:
-                record["heldout_loss"] = self.mean_log_loss(*eval_set)
-            self.history_.append(record)
-            progress.log(_format_pass(record, self.npasses))
+        if state.get("rng") is not None:
+            rng.bit_generator.state = copy.deepcopy(state["rng"])
+        counts = state.get("category_counts")
+        counts = None if counts is None else self._category_counts(counts, K)
+        training = _Training(W, b, updater, KERNELS[self.kernel](V, K, link), rng, None, link, counts)
+        training.passes = int(state.get("passes", 0))
+        training.start_loss = state.get("start_loss")
+        training.reference = state.get("reference_loss")
+        self._training = training
+        self.__dict__.pop("weights_prime_", None)
+        self.weights_, self.bias_, self.n_features_in_, self.history_ = W, b, V, []
+        if counts is not None:
+            self._note_untrainable(counts)
+        else:
+            self.untrainable_categories_ = np.array([], dtype=np.int64)
         return self
 
     def mean_log_loss(self, X, Y) -> float:
@@ -322,12 +622,14 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
 
 
 
-def _format_pass(record: dict, npasses: int) -> str:
-    """One BIDMach-style line per pass."""
+def _format_pass(record: dict, last_pass: int | None, remaining_seconds: float | None = None) -> str:
+    """One BIDMach-style line per pass (with the ETA of the passes still to run)."""
     heldout = f", held-out loss {record['heldout_loss']:.5f}" if "heldout_loss" in record else ""
-    return (f"LR pass {record['pass']}/{npasses}: train loss {record['train_loss']:.5f}{heldout}, "
+    of = "" if last_pass is None else f"/{last_pass}"
+    eta = f", ETA {_duration(remaining_seconds)}" if remaining_seconds else ""
+    return (f"LR pass {record['pass']}{of}: train loss {record['train_loss']:.5f}{heldout}, "
             f"{record['seconds']:.2f} s, {record['docs_per_second']:,.0f} docs/s, "
-            f"{record['gflops']:.2f} GFLOP/s")
+            f"{record['gflops']:.2f} GFLOP/s{eta}")
 
 
 # -- as a model kind of a study ----------------------------------------------------------------

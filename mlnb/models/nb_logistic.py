@@ -156,13 +156,18 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
         if eval_set is not None:
             eval_set = (self._features(eval_set[0]), eval_set[1])
         engine = self._engine().fit(X_hat, Y, eval_set=eval_set, scale=R)
+        return self.finish(engine, R)
+
+    def finish(self, engine: LogisticRegression, R: np.ndarray):
+        """Interpolate an engine trained with ``scale=R`` into this model's weights (the last step of
+        ``fit``; a streaming fit trains the engine chunk by chunk and ends here too)."""
         W_prime = engine.weights_prime_  # (V, K)
         w_bar = np.abs(W_prime).mean(axis=0)  # (K,)  ‖W′[:, k]‖₁ / V
         W_interpolated = (1 - self.beta) * w_bar + self.beta * W_prime  # (V, K)  W″
         self.ratios_ = R
         self.weights_ = (R * W_interpolated).astype(np.float32, copy=False)  # (V, K)  W = R ∘ W″
         self.bias_ = engine.bias_  # (K,)
-        self.n_features_in_ = X_hat.shape[1]
+        self.n_features_in_ = R.shape[0]
         self.untrainable_categories_ = engine.untrainable_categories_
         self.history_ = engine.history_
         return self

@@ -135,7 +135,7 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
         decisions = decisions_frame(result)
         if decisions is not None:
             _write_csv(decisions, folder / "decisions.csv")
-        if result.config.report.save_scores:
+        if result.config.report.save_scores and result.Y_test is not None:  # a streaming study keeps no scores
             save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
                         {run.name: run.label for run in result.models}, result.category_names,
                         result.train_positives, task=result.config.task,

@@ -40,5 +40,9 @@ def compare_runs(run_a: SavedRun, key_a: str, run_b: SavedRun, key_b: str, alpha
         scores_a, scores_b = class_log_odds(scores_a), class_log_odds(scores_b)
     # what either run left out of its own comparisons (eval.untrainable = 'exclude') stays out here
     excluded = np.union1d(run_a.excluded, run_b.excluded).astype(np.int64)
-    return compare_scores(run_a.Y_test, scores_a, scores_b, run_a.category_names, run_a.train_positives,
-                          label_a, label_b, alpha, key_a, key_b, mcnemar=mcnemar, exclude=excluded)
+    try:
+        return compare_scores(run_a.Y_test, scores_a, scores_b, run_a.category_names, run_a.train_positives,
+                              label_a, label_b, alpha, key_a, key_b, mcnemar=mcnemar, exclude=excluded)
+    except ValueError as error:  # what the scores file checks cannot see: named by run and model
+        raise MlnbError(f"{run_a.folder} (model {key_a!r}) against {run_b.folder} (model {key_b!r}): "
+                        f"{' '.join(str(error).split())}") from None

@@ -74,3 +74,14 @@ def test_bad_bytes_are_named_by_line(tmp_path):
         load_text_dataset(path)
     data = load_text_dataset(path, encoding="latin-1", test_fraction=0.5)
     assert data.n_documents == 2
+
+
+def test_a_label_only_in_the_test_file_is_kept_and_announced(tmp_path):
+    from mlnb.errors import MlnbWarning
+
+    (tmp_path / "train.csv").write_text("text,label\nbuy now,spam\nhello there,ham\nfree money,spam\nsee you,ham\n")
+    (tmp_path / "test.csv").write_text("text,label\nwin now,spam\nhi,ham\nurgent call,phish\n")
+    with pytest.warns(MlnbWarning, match=r"test\.csv: 1 label\(s\) occur only in the test part: 'phish'"):
+        data = load_text_dataset(tmp_path / "train.csv", test_path=tmp_path / "test.csv")
+    assert data.category_names == ["ham", "phish", "spam"]
+    assert data.Y_train[:, 1].nnz == 0 and data.Y_test[:, 1].toarray().ravel().tolist() == [0, 0, 1]

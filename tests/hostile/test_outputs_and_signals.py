@@ -133,7 +133,7 @@ def test_a_study_failing_after_the_check_leaves_no_empty_folder(tmp_path):
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_during_a_run_in_a_real_process(tmp_path, signum, code):
     """The exit code is 128 + the signal number (143 for SIGTERM, 130 for Ctrl-C), after one line."""
-    process = subprocess.Popen([sys.executable, "-m", "mlnb.cli", "run", QUICKSTART, "--out", str(tmp_path),
+    process = subprocess.Popen([sys.executable, "-m", "mlnb_entry", "run", QUICKSTART, "--out", str(tmp_path),
                                 "--quiet", "--set", "data.synthetic.n_documents=200000"],
                                cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.5)  # past the imports (about 1.5 s), into the study

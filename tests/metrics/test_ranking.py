@@ -138,3 +138,95 @@ def test_label_ranking_metrics_by_hand():
     # row 0: false 1 is tied with true 2 (a bad pair) of 2 × 2 pairs; row 1: all 3 pairs tied
     assert got["label_ranking_loss"] == pytest.approx((1 / 4 + 3 / 3) / 2, abs=1e-15)
     assert all(np.isnan(v) for v in label_ranking_metrics(Y, s, columns=[]).values())
+
+
+@pytest.fixture
+def many_columns():
+    """600 documents × 12 categories: rare to majority-positive, ties, infinities, a constant
+    column, and one column without positives and one without negatives."""
+    rng = np.random.default_rng(11)
+    prevalence = [0.3, 0.05, 0.01, 0.5, 0.8, 0.2, 0.1, 0.4, 0.15, 0.0, 1.0, 0.25]
+    Y = rng.random((600, 12)) < prevalence
+    S = rng.normal(size=Y.shape) * 2 + 2.0 * Y - 1
+    S[:, 1] = np.round(S[:, 1])  # few distinct values: ties across the classes
+    S[:, 5] = np.round(S[:, 5] / 4)  # very few distinct values
+    S[:, 7] = 0.5  # constant: AUC ½
+    S[::17, 3], S[::19, 3] = np.inf, -np.inf  # infinities in both classes
+    S[::5, 4] = -np.inf
+    S[:, 8] = np.round(S[:, 8] * 1e3) * 1e34  # huge values (still finite in float32)
+    return Y, S
+
+
+def _finite_stand_in(S):
+    """S with each column's −inf / +inf replaced by a finite value below / above the rest (sklearn
+    refuses infinities; the order, and so the AUC, is the same)."""
+    S = np.array(S, dtype=np.float64)
+    for column in S.T:
+        finite = column[np.isfinite(column)]
+        column[column == -np.inf] = finite.min() - 1.0
+        column[column == np.inf] = finite.max() + 1.0
+    return S
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("use_numba", [True, False])
+def test_roc_auc_2d_is_one_auc_per_category_like_sklearn(many_columns, sparse, dtype, use_numba):
+    import scipy.sparse as sp
+
+    from mlnb.metrics.ranking import roc_auc_per_category
+
+    Y, S = many_columns
+    S = S.astype(dtype)
+    got = roc_auc_per_category(sp.csr_matrix(Y) if sparse else Y, S, use_numba=use_numba)
+    assert got.shape == (12,)
+    defined = [k for k in range(12) if 0 < Y[:, k].sum() < len(Y)]
+    np.testing.assert_allclose(got[defined], roc_auc_score(Y[:, defined], _finite_stand_in(S[:, defined]),
+                                                           average=None), rtol=0, atol=1e-12)
+    assert np.isnan(got[9]) and np.isnan(got[10])  # no positive / no negative: NaN, not an error
+    assert got[7] == 0.5
+    if use_numba:
+        np.testing.assert_array_equal(roc_auc(Y, S), got)  # the public entry point
+
+
+def test_roc_auc_2d_does_not_pool_and_1d_is_unchanged(many_columns):
+    from mlnb.metrics.evaluation import micro_auc
+
+    Y, S = many_columns
+    per_category = roc_auc(Y, S)
+    assert isinstance(per_category, np.ndarray) and per_category.shape == (12,)
+    assert not np.isclose(np.nanmean(per_category), micro_auc(Y, S))  # the pooled value is elsewhere
+    one = roc_auc(Y[:, 0], S[:, 0])
+    assert isinstance(one, float) and one == pytest.approx(roc_auc_score(Y[:, 0], S[:, 0]), abs=1e-12)
+
+
+def test_roc_auc_2d_with_many_documents_and_columns_like_sklearn():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    Y = rng.random((20_000, 9)) < [0.001, 0.01, 0.03, 0.1, 0.3, 0.5, 0.7, 0.95, 0.999]
+    S = (rng.normal(size=Y.shape) + 1.5 * Y).astype(np.float32)  # float32: some ties
+    np.testing.assert_allclose(roc_auc(sp.csc_matrix(Y), S), roc_auc_score(Y, S, average=None),
+                               rtol=0, atol=1e-12)
+
+
+def test_roc_auc_2d_copes_with_values_whose_difference_overflows():
+    y = np.array([[1], [0], [1], [0], [0], [1]])
+    s = np.array([[1.7e308], [-1.7e308], [0.0], [1e308], [-1.5e308], [-1e308]])
+    assert roc_auc(y, s)[0] == pytest.approx(roc_auc_score(y[:, 0], s[:, 0]), abs=1e-12)
+
+
+def test_roc_auc_2d_refuses_bad_input(many_columns):
+    from mlnb.errors import MlnbError
+
+    Y, S = many_columns
+    with pytest.raises(MlnbError, match="shape"):
+        roc_auc(Y[:, :5], S)
+    bad = S.copy()
+    bad[4, 2] = np.nan
+    with pytest.raises(MlnbError, match="NaN"):
+        roc_auc(Y, bad)
+    bad = S.copy()
+    bad[4, 9] = np.nan  # in a column without positives, too
+    with pytest.raises(MlnbError, match="NaN"):
+        roc_auc(Y, bad)

@@ -1,10 +1,20 @@
-"""The all-categories LR engine: gradient, convergence, kernels, determinism, safety."""
+"""The all-categories LR engine: gradient, convergence, kernels, determinism, safety; partial_fit,
+resuming, streams, state averaging, thread-count independence."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression as SklearnLR
 
-from mlnb import LogisticRegression, MlnbError, NaiveBayes
+from mlnb import LogisticRegression, MlnbError, NaiveBayes, progress
+from mlnb.models import logistic as logistic_module
+from mlnb.models.logistic import average_states
 
 KERNELS = ["numba", "scipy"]
 
@@ -124,3 +134,237 @@ def test_extreme_scores_stay_finite(small_corpus):
 def test_bad_parameters(small_corpus, params, message):
     with pytest.raises(MlnbError, match=message):
         LogisticRegression(**params).fit(small_corpus.X_train, small_corpus.Y_train)
+
+
+# -- the engine's split: partial_fit, state, streams -----------------------------------------------
+def fingerprint_problem():
+    rng = np.random.default_rng(42)
+    X = sp.random(400, 50, density=0.15, format="csr", random_state=7, dtype=np.float32)
+    X.data = np.round(X.data * 4 + 1).astype(np.float32)
+    Y = (X @ rng.normal(size=(50, 4)) + rng.normal(size=(400, 4)) > 2.0).astype(int)
+    return X, Y
+
+
+#: weights_[:3], bias_ and the per-pass training losses of the engine before it took minibatches
+#: (commit dfb3fcf); the new engine reproduces them bit for bit on the machine that recorded them,
+#: with numba's cached kernels. Compared to 1e-5: code that numba has just compiled rounds a few
+#: float32 operations differently from the code it caches (~1e-6 apart after three passes, old and
+#: new engine alike), and other CPUs may too.
+BEFORE = {
+    ("numba", "multilabel"): ([0.21258553862571716, -0.7645599842071533, 0.44866806268692017, 0.30623677372932434,
+                               -0.7647929787635803, -0.5230637192726135, -0.05740072578191757, -0.16947755217552185,
+                               -0.023341169580817223, -0.5679512023925781, 0.3706164062023163, 0.4828093945980072],
+                              [-1.2954789400100708, -0.8817183375358582, -0.19896860420703888, -0.8936100602149963],
+                              [0.626280129509978, 0.24076197571412195, 0.19037878299859584]),
+    ("numba", "multiclass"): ([-0.15725761651992798, -0.7116270661354065, 0.07532492280006409, -0.07244431972503662,
+                               -0.9053171873092651, -0.7489741444587708, 0.20152616500854492, 0.5647578239440918,
+                               -0.1623954325914383, -0.5345929861068726, 0.040788352489471436, 0.6094975471496582],
+                              [-2.6500084400177, -2.2731215953826904, -1.488815426826477, -0.05592450499534607],
+                              [1.4993073624438664, 0.710668855056075, 0.6641652068312208]),
+    ("scipy", "multilabel"): ([0.21258549392223358, -0.7645599246025085, 0.4486680030822754, 0.30623677372932434,
+                               -0.7647929191589355, -0.5230637192726135, -0.05740071460604668, -0.16947756707668304,
+                               -0.023341171443462372, -0.5679512023925781, 0.3706164062023163, 0.4828093945980072],
+                              [-1.2954789400100708, -0.8817183971405029, -0.19896858930587769, -0.8936101794242859],
+                              [0.6262801234911746, 0.24076197438500968, 0.1903787867723559]),
+}
+
+
+@pytest.mark.parametrize("kernel, task", sorted(BEFORE))
+def test_fit_gives_the_numbers_of_the_engine_before_minibatches(kernel, task):
+    X, Y = fingerprint_problem()
+    y = Y if task == "multilabel" else np.argmax(Y + np.arange(4) * 0.1, axis=1)
+    model = LogisticRegression(kernel=kernel, task=task, batch_size=64, npasses=3, l1=1e-4).fit(X, y)
+    weights, bias, losses = BEFORE[kernel, task]
+    np.testing.assert_allclose(model.weights_[:3].ravel(), weights, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.bias_, bias, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose([r["train_loss"] for r in model.history_], losses, rtol=1e-6)
+
+
+def assert_same_model(a, b):
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+    np.testing.assert_array_equal(a.bias_, b.bias_)
+    assert [r["train_loss"] for r in a.history_] == [r["train_loss"] for r in b.history_]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_partial_fit_pass_by_pass_is_fit(small_corpus, kernel):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    params = {"kernel": kernel, "batch_size": 250, "l1": 1e-5, "random_state": 3}
+    fitted = LogisticRegression(npasses=3, **params).fit(X, Y)
+    stepwise = LogisticRegression(**params)
+    for _ in range(3):
+        stepwise.partial_fit(X, Y)
+    assert_same_model(stepwise, fitted)
+    assert [r["pass"] for r in stepwise.history_] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("updater", ["adagrad", "sgd"])
+def test_resumed_training_is_the_uninterrupted_one(small_corpus, updater):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    params = {"updater": updater, "lrate": 0.3 if updater == "adagrad" else 0.5, "batch_size": 300,
+              "random_state": 1}
+    whole = LogisticRegression(npasses=2, **params).fit(X, Y)
+    state = LogisticRegression(npasses=1, **params).fit(X, Y).get_state()
+    assert state["passes"] == 1 and state["t"] == -(-X.shape[0] // 300)  # one step per minibatch
+    assert (state["S"] is None) == (updater == "sgd")
+    resumed = LogisticRegression(**params).set_state(state).partial_fit(X, Y)
+    np.testing.assert_array_equal(resumed.weights_, whole.weights_)
+    np.testing.assert_array_equal(resumed.bias_, whole.bias_)
+    assert resumed.history_[0]["pass"] == 2
+    assert resumed.history_[0]["train_loss"] == whole.history_[1]["train_loss"]
+    # the same through fit_stream(resume=True), and the saved state was not changed by either
+    streamed = LogisticRegression(**params).set_state(state).fit_stream(
+        chunks_of(X, Y, 700), X.shape[1], Y.shape[1], npasses=1, buffer_chunks=10, resume=True)
+    np.testing.assert_array_equal(streamed.weights_, whole.weights_)
+    assert state["t"] == -(-X.shape[0] // 300)
+
+
+def chunks_of(X, Y, size):
+    """make_chunks: consecutive chunks of ``size`` documents (the last shorter), like a ChunkSource."""
+    X, Y = sp.csr_matrix(X, dtype=np.float32), sp.csr_matrix(Y, dtype=np.int8)
+
+    def make_chunks():
+        for start in range(0, X.shape[0], size):
+            yield SimpleNamespace(X=X[start:start + size], Y=Y[start:start + size], where="train.svm",
+                                  first_line=start + 1)
+
+    return make_chunks
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_stream_in_the_same_order_is_in_memory_fit(small_corpus, kernel):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    V, K = X.shape[1], Y.shape[1]
+    counts = (np.asarray(Y.sum(axis=0)).ravel(), X.shape[0])
+    # in order: any chunk size and buffer, b from the given counts
+    memory = LogisticRegression(npasses=2, batch_size=256, shuffle=False, kernel=kernel).fit(X, Y)
+    stream = LogisticRegression(npasses=2, batch_size=256, shuffle=False, kernel=kernel).fit_stream(
+        chunks_of(X, Y, 333), V, K, category_counts=counts, buffer_chunks=2)
+    assert_same_model(stream, memory)
+    # shuffled: a buffer holding the whole stream is the global permutation; b from the first buffer
+    memory = LogisticRegression(npasses=2, batch_size=256, kernel=kernel).fit(X, Y)
+    stream = LogisticRegression(npasses=2, batch_size=256, kernel=kernel).fit_stream(
+        chunks_of(X, Y, 333), V, K, buffer_chunks=100)
+    assert_same_model(stream, memory)
+    np.testing.assert_array_equal(stream.untrainable_categories_, memory.untrainable_categories_)
+    # a smaller buffer only mixes nearby documents: another model, trained as well
+    local = LogisticRegression(npasses=2, batch_size=256, kernel=kernel).fit_stream(
+        chunks_of(X, Y, 333), V, K, buffer_chunks=2)
+    assert not np.array_equal(local.weights_, memory.weights_)
+    X_test, Y_test = small_corpus.X_test, small_corpus.Y_test
+    assert local.mean_log_loss(X_test, Y_test) == pytest.approx(memory.mean_log_loss(X_test, Y_test), rel=0.1)
+
+
+def test_stream_divergence_names_lrate_and_bad_streams_are_named(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    V, K = X.shape[1], Y.shape[1]
+    with pytest.raises(MlnbError, match=r"diverged in pass 1: mean training loss .* all-prior .* lrate 1e\+09"):
+        LogisticRegression(lrate=1e9, batch_size=50).fit_stream(chunks_of(X, Y, 500), V, K)
+    with pytest.raises(MlnbError, match="pass 1 saw no documents"):
+        LogisticRegression().fit_stream(lambda: iter(()), V, K)
+    good = chunks_of(X, Y, 500)
+
+    def second_chunk_bad():
+        chunks = list(good())
+        chunks[1].X = chunks[1].X[:, :-1]
+        return chunks
+
+    with pytest.raises(MlnbError, match=r"^train.svm, line 501: chunk X is \(500, 1999\) .* expected \(m, 2000\)"):
+        LogisticRegression().fit_stream(second_chunk_bad, V, K)
+    with pytest.raises(MlnbError, match="category_counts must be"):
+        LogisticRegression().fit_stream(chunks_of(X, Y, 500), V, K, category_counts=(np.ones(3), 10))
+    with pytest.raises(MlnbError, match="nothing to resume"):
+        LogisticRegression().fit_stream(chunks_of(X, Y, 500), V, K, resume=True)
+
+
+def test_partial_fit_and_state_misuse_are_named(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    with pytest.raises(MlnbError, match="get_state needs a trained model"):
+        LogisticRegression().get_state()
+    model = LogisticRegression(batch_size=500).partial_fit(X, Y)
+    with pytest.raises(MlnbError, match="coef_init and intercept_init start a training"):
+        model.partial_fit(X, Y, intercept_init=np.zeros(Y.shape[1]))
+    with pytest.raises(MlnbError, match="Y has 19 categories, but the model has 20"):
+        model.partial_fit(X, Y[:, 1:])
+    with pytest.raises(MlnbError, match="the data have 1999 features and 20 categories, but the model was trained "
+                                        "with 2000 and 20"):
+        model.partial_fit(X[:, 1:], Y)
+    with pytest.raises(MlnbError, match="updater is 'sgd' but the training so far used 'adagrad'"):
+        model.set_params(updater="sgd").partial_fit(X, Y)
+    with pytest.raises(MlnbError, match="saved with task = 'multilabel'"):
+        LogisticRegression(task="multiclass").set_state(model.set_params(updater="adagrad").get_state())
+
+
+def test_partial_fit_starts_from_given_category_counts(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    N, n = np.asarray(Y.sum(axis=0)).ravel(), X.shape[0]
+    # a learning rate far below float32's resolution of b: the pass leaves the start as it is
+    first = LogisticRegression(lrate=1e-30).partial_fit(X[:100], Y[:100], category_counts=(N, n))
+    np.testing.assert_allclose(first.bias_, np.log((N + 0.5) / (n - N + 0.5)), rtol=1e-6)  # the corpus's priors
+    np.testing.assert_array_equal(first.untrainable_categories_, np.flatnonzero((N == 0) | (N == n)))
+    own = LogisticRegression(lrate=1e-30).partial_fit(X[:100], Y[:100])  # else this chunk's
+    N100 = np.asarray(Y[:100].sum(axis=0)).ravel()
+    np.testing.assert_allclose(own.bias_, np.log((N100 + 0.5) / (100 - N100 + 0.5)), rtol=1e-6)
+
+
+def test_averaging_identical_states_changes_nothing(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    state = LogisticRegression(npasses=1, batch_size=400).fit(X, Y).get_state()
+    once = LogisticRegression(batch_size=400).set_state(state).partial_fit(X, Y)
+    mixed = LogisticRegression(batch_size=400).set_state(average_states([state, state, state])).partial_fit(X, Y)
+    assert_same_model(mixed, once)
+    other = LogisticRegression(npasses=1, batch_size=400, random_state=9).fit(X, Y).get_state()
+    half = LogisticRegression(batch_size=400).set_state(average_states([state, other]))
+    np.testing.assert_allclose(half.weights_, (state["weights"] + other["weights"]) / 2, rtol=1e-6, atol=1e-9)
+
+
+def test_progress_lines_give_documents_per_second_and_eta(small_corpus, capsys, monkeypatch):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    monkeypatch.setattr(logistic_module, "PROGRESS_SECONDS", 0.0)  # a line after every minibatch
+    progress.enable()
+    try:
+        LogisticRegression(npasses=2, batch_size=500).fit(X, Y)
+        LogisticRegression(npasses=1, batch_size=500).fit_stream(chunks_of(X, Y, 500), X.shape[1], Y.shape[1])
+    finally:
+        progress.enable(False)
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("LR pass 1/2: 500 documents of 1,500, ") and "docs/s, ETA" in line for line in lines)
+    assert any(line.startswith("LR pass 1/2: train loss") and line.rstrip().split("ETA ")[-1].endswith("s")
+               for line in lines)
+    assert any(line.startswith("LR pass 2/2: train loss") and "ETA" not in line for line in lines)
+    # a stream's first pass does not know its total yet
+    assert any(line.startswith("LR pass 1/1: 500 documents, ") and "ETA" not in line for line in lines)
+
+
+def test_same_results_for_one_and_two_numba_threads():
+    """In subprocesses (NUMBA_NUM_THREADS takes effect at start), with every step forced onto all the
+    threads it has: the same bytes."""
+    script = textwrap.dedent("""
+        import hashlib, sys, numba, numpy as np
+        from mlnb.data.synthetic import make_rcv1_like
+        from mlnb.models import _glm_kernels
+        from mlnb.models.logistic import LogisticRegression
+        _glm_kernels.ThreadPolicy.choose = lambda self, work, available: available  # no fallback to 1
+        data = make_rcv1_like(n_documents=int(sys.argv[1]), n_features=1000, n_categories=20, seed=7)
+        fits = [LogisticRegression(npasses=2, batch_size=300, l1=1e-6).fit(data.X_train, data.Y_train),
+                LogisticRegression(npasses=2, batch_size=300, task="multiclass").fit(
+                    data.X_train, np.asarray(data.Y_train.argmax(axis=1)).ravel())]
+        digest = hashlib.sha256(b"".join(m.weights_.tobytes() + m.bias_.tobytes() for m in fits))
+        print(numba.get_num_threads(), digest.hexdigest(), [r["train_loss"] for m in fits for r in m.history_])
+    """)
+
+    def run(threads, documents=2000):
+        env = {**os.environ, "NUMBA_NUM_THREADS": str(threads)}
+        done = subprocess.run([sys.executable, "-c", script, str(documents)], capture_output=True, text=True, env=env,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split(" ", 1)
+
+    # numba's freshly compiled code may round differently from the code it caches (numba's own
+    # behaviour, before this engine too): compile (or load) the kernels here, so both runs load them
+    X, Y = fingerprint_problem()
+    LogisticRegression(npasses=1).fit(X, Y)
+    LogisticRegression(npasses=1, task="multiclass").fit(X, np.argmax(Y, axis=1))
+    one, two = run(1), run(2)
+    assert (one[0], two[0]) == ("1", "2")
+    assert one[1] == two[1]

@@ -222,3 +222,40 @@ def test_kinds_build_the_task():
     kind = KINDS["nb_logistic"]
     with pytest.raises(MlnbError, match="does not do task = 'multiclass'"):
         kind.build(kind.options(), seed=0, task="multiclass")
+
+
+def one_hot_chunks(X, y, size, K):
+    """make_chunks of ``size`` documents with one-hot Y (K classes), as a ChunkSource gives them."""
+    from types import SimpleNamespace
+
+    Y = sp.csr_matrix(np.eye(K, dtype=np.int8)[y])
+
+    def make_chunks():
+        for start in range(0, X.shape[0], size):
+            yield SimpleNamespace(X=X[start:start + size], Y=Y[start:start + size], where="train.jsonl",
+                                  first_line=start + 1)
+
+    return make_chunks
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_stream_in_the_same_order_is_in_memory_fit(small_multiclass, kernel):
+    X, y, _, _ = small_multiclass
+    params = {"task": "multiclass", "npasses": 2, "batch_size": 200, "kernel": kernel}
+    memory = LogisticRegression(**params).fit(X, y)
+    stream = LogisticRegression(**params).fit_stream(one_hot_chunks(X, y, 256, 5), X.shape[1], 5, buffer_chunks=100)
+    np.testing.assert_array_equal(stream.weights_, memory.weights_)
+    np.testing.assert_array_equal(stream.bias_, memory.bias_)
+    assert [r["train_loss"] for r in stream.history_] == [r["train_loss"] for r in memory.history_]
+
+
+def test_partial_fit_on_labels_takes_the_classes_from_category_counts(small_multiclass):
+    X, y, _, _ = small_multiclass
+    counts = (np.bincount(y, minlength=5), y.size)
+    first = np.flatnonzero(y < 4)[:300]  # a chunk without class 4
+    model = LogisticRegression(task="multiclass", batch_size=100).partial_fit(X[first], y[first],
+                                                                             category_counts=counts)
+    assert model.weights_.shape == (X.shape[1], 5)
+    model.partial_fit(X, y)  # later chunks may hold every class
+    with pytest.raises(MlnbError, match="below the model's 5 classes; document 0 has label 5"):
+        model.partial_fit(X[:2], np.array([5, 0]))

@@ -63,3 +63,19 @@ def test_fused_sigmoid_equals_sigmoid_of_scores(small_corpus):
     for kernel in ("numba", "scipy"):
         np.testing.assert_allclose(linear_scores(X, W, b, kernel=kernel, sigmoid=True),
                                    expit(linear_scores(X, W, b, kernel=kernel)), rtol=1e-5, atol=1e-6)
+
+
+def test_a_documents_scores_do_not_depend_on_what_is_scored_with_it():
+    """A streamed test set is scored chunk by chunk: every chunk size gives the whole set's scores."""
+    import numpy as np
+
+    from mlnb.data.synthetic import make_rcv1_like
+    from mlnb.models._scoring import linear_scores
+
+    data = make_rcv1_like(n_documents=3000, n_features=1000, n_categories=20, seed=5)
+    W = np.random.default_rng(0).normal(size=(1000, 20)).astype(np.float32)
+    b = np.linspace(-1, 1, 20, dtype=np.float32)
+    whole = linear_scores(data.X, W, b)
+    for size in (1, 7, 450, 2999):
+        parts = [linear_scores(data.X[i:i + size], W, b) for i in range(0, 3000, size)]
+        assert np.array_equal(np.vstack(parts), whole), size

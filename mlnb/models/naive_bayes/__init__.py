@@ -13,7 +13,9 @@ and scored by one sparse product Φ(X)·W + b:
     gaussian      a normal per feature, category and complement [X∘X, X]
     mixed         bernoulli / multinomial / gaussian per column [X_G∘X_G, X]
 
-``estimator`` holds what they share: the NaiveBayes estimator, complement
+Each module's formula runs as one parallel sweep over the counts, written
+straight into W's (rows × K) layout (``fused``: ratios of smoothed counts, one
+vectorised log). ``estimator`` holds what they share: the NaiveBayes estimator, complement
 counts, priors, categories that cannot be trained, parameter checks, and the
 options of the ``naive_bayes`` model kind.
 

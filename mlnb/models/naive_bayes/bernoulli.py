@@ -1,26 +1,32 @@
 r"""Bernoulli Naive Bayes: a document is the set of words it contains.
 
-X is read as presence [X > 0], so F and F̄ count documents. With additive smoothing α:
+X is read as presence [X > 0], so F and F̄ (= total − F) count documents. With additive
+smoothing α:
 
     p_kw = (F_kw + α) / (N_k + 2α)             p̄_kw likewise from F̄, N̄
     W_kw = log p_kw − log(1 − p_kw) − log p̄_kw + log(1 − p̄_kw)
+         = log[(F_kw + α)(N̄_k − F̄_kw + α) / ((N_k − F_kw + α)(F̄_kw + α))]
     b_k  = prior_k + Σ_w [log(1 − p_kw) − log(1 − p̄_kw)]
 
 The absent-word terms of the likelihood are folded into b, so a document scores
-by its present words alone: log-odds = [X > 0]·W + b.
+by its present words alone: log-odds = [X > 0]·W + b. W is one log of one ratio
+per weight, and the sum in b a log of products (``fused``).
 
 Multiclass (one class c per document; F_c, N_c per class, no complements), the
 joint log-likelihood of scikit-learn's BernoulliNB:
 
     J_c(x) = log prior_c + Σ_w [x_w log p_cw + (1 − x_w) log(1 − p_cw)]
-    W_cw   = log p_cw − log(1 − p_cw)
+    W_cw   = log p_cw − log(1 − p_cw) = log[(F_cw + α) / (N_c − F_cw + α)]
     b_c    = log prior_c + Σ_w log(1 − p_cw)
 
 A class without documents has p_c = ½ from the smoothing alone.
 
+W is returned as (V × K), one row per word, the layout X·W reads.
+
 >>> import numpy as np
->>> W, b = log_odds(np.array([[2.]]), np.array([[0.]]), np.array([2.]), np.array([1.]), np.array([0.]), 1.0)
->>> np.round(W, 3), np.round(b, 3)  # p = 3/4, p̄ = 1/3
+>>> W, b = log_odds(np.array([[2.]]), np.array([2.]), np.array([2.]), np.array([1.]), np.array([0.]), 1.0,
+...                 dtype=np.float64)
+>>> np.round(W, 3), np.round(b, 3)  # F̄ = 0: p = 3/4, p̄ = 1/3
 (array([[1.792]]), array([-0.981]))
 >>> W, b = log_likelihood(np.array([[2.]]), np.array([2.]), np.log([0.5]), 1.0)
 >>> np.round(W, 3), np.round(b, 3)  # p = 3/4: log 3, log ½ + log ¼
@@ -31,21 +37,38 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def log_odds(F: np.ndarray, F_bar: np.ndarray, N: np.ndarray, N_bar: np.ndarray, prior: np.ndarray,
-             alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """(W (K × V), b (K,)) from presence counts F, F̄ (K × V), N, N̄ and the prior log-odds (K,)."""
-    p = (F + alpha) / (N[:, None] + 2 * alpha)  # (K, V)
-    p_bar = (F_bar + alpha) / (N_bar[:, None] + 2 * alpha)  # (K, V)
-    W = np.log(p) - np.log1p(-p) - np.log(p_bar) + np.log1p(-p_bar)
-    b = prior + (np.log1p(-p) - np.log1p(-p_bar)).sum(axis=1)
-    return W, b
+from mlnb.models.naive_bayes import fused
 
 
-def log_likelihood(F: np.ndarray, N: np.ndarray, log_prior: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Multiclass: (W (K × V), b (K,)) from the presence counts F (K × V), N and log prior_c (K,)."""
-    p = (F + alpha) / (N[:, None] + 2 * alpha)  # (K, V)
-    log_absent = np.log1p(-p)  # (K, V)
-    W = np.log(p) - log_absent
-    b = log_prior + log_absent.sum(axis=1)
-    return W, b
+def log_odds(F: np.ndarray, total: np.ndarray, N: np.ndarray, N_bar: np.ndarray, prior: np.ndarray, alpha: float,
+             dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """(W (V × K) in ``dtype``, b (K,)) from presence counts F (K × V), the totals F̄ is the rest of
+    (F̄ = total − F, (V,)), N, N̄ (K,) and the prior log-odds (K,)."""
+    W, log_absent = _ratios(F, total, N, N_bar, True, alpha, dtype)
+    return W, prior + log_absent
+
+
+def log_likelihood(F: np.ndarray, N: np.ndarray, log_prior: np.ndarray, alpha: float,
+                   dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Multiclass: (W (V × K), b (K,)) from the presence counts F (K × V), N and log prior_c (K,)."""
+    W, log_absent = _ratios(F, np.zeros(0), N, np.zeros(0), False, alpha, dtype)
+    return W, log_prior + log_absent
+
+
+def _ratios(F, total, N, N_bar, complement: bool, alpha: float, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(W, Σ_w of the absent-word terms): W = log r, each factor of r (count + α) in [α, n + α]."""
+    most = max(float(N.max(initial=0.0)), float(N_bar.max(initial=0.0))) + alpha
+    dtype_r = fused.ratio_dtype((alpha / most) ** 2, (most / alpha) ** 2, dtype)
+    r, log_absent = fused.bernoulli_ratios(F, N, total, N_bar, complement, alpha, dtype_r or np.float64)
+    if dtype_r is None:  # only for an α near the end of float64's range: the log-difference form
+        r = _log_differences(F, total, N, N_bar, complement, alpha)
+        return np.ascontiguousarray(r.T, dtype=dtype), log_absent
+    return fused.log_in_place(r).astype(dtype, copy=False), log_absent
+
+
+def _log_differences(F, total, N, N_bar, complement: bool, alpha: float) -> np.ndarray:
+    W = np.log(F + alpha) - np.log(N[:, None] - F + alpha)  # (K, V)
+    if complement:
+        F_bar = total - F
+        W += np.log(N_bar[:, None] - F_bar + alpha) - np.log(F_bar + alpha)
+    return W

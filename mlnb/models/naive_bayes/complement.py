@@ -21,9 +21,15 @@ training documents, θ_w = (t_w + α) / (Σ_w t_w + αV):
     W_kw ← W_kw − W_ref,w,     W_ref,w = −log θ_w     (norm: log θ_w / Σ_w log θ_w)
 
 i.e. W_kw = log θ_w − log θ̄_kw: how much less likely the document is without
-category k than in the corpus as a whole. The shift x·W_ref is the same for
-every category of a document, so multiclass decisions (argmax over categories)
-and the differences between categories' scores are exactly scikit-learn's.
+category k than in the corpus as a whole. Without norm W is one log of one
+ratio per weight, formed in a single sweep (``fused``):
+
+    W_kw = log[(S̄_k + αV)/(F̄_kw + α) · (t_w + α)/(Σ_w t_w + αV)]    (the last factor: corpus only)
+
+with F̄ = total − F (total = t, or the tutorial's Σ_j F_j) and S̄_k = Σ_w total_w − S_k.
+The shift x·W_ref is the same for every category of a document, so multiclass
+decisions (argmax over categories) and the differences between categories'
+scores are exactly scikit-learn's.
 
 Either way X·W + b is a ranking score, not a log-odds: σ(X·W + b) is not a
 probability. Probabilities must come from calibrating the scores on held-out data.
@@ -43,9 +49,11 @@ difference J_c − J_j are scikit-learn's either way; only the level of J moves,
 and with it J becomes comparable across documents. Nor is softmax(J) a model's
 probability, though it is the ``predict_proba`` of scikit-learn's ComplementNB.
 
+W is returned as (V × K), one row per word, the layout X·W reads.
+
 >>> import numpy as np
->>> W, b = log_odds(np.array([[0., 3.]]), alpha=1.0, norm=False)
->>> np.round(W, 3), b  # θ̄ = (1/5, 4/5)
+>>> W, b = log_odds(np.array([[3., 1.]]), np.array([3., 4.]), alpha=1.0, norm=False, dtype=np.float64)
+>>> np.round(W.T, 3), b  # F̄ = (0, 3): θ̄ = (1/5, 4/5)
 (array([[1.609, 0.223]]), array([0.]))
 """
 
@@ -53,14 +61,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlnb.models.naive_bayes import fused
 
-def log_odds(F_bar: np.ndarray, alpha: float, norm: bool, t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(W (K × V), b (K,)) from the complement counts F̄ (K × V); with the corpus totals t (V,),
-    centred on the corpus reference W_ref. F̄ is overwritten."""
-    W = _weights(F_bar, alpha, norm)
-    if t is not None:
-        W -= _weights(t[None, :].copy(), alpha, norm)  # (K, V) − (1, V)
-    return W, np.zeros(F_bar.shape[0])
+
+def log_odds(F: np.ndarray, total: np.ndarray, alpha: float, norm: bool, t: np.ndarray | None = None,
+             S: np.ndarray | None = None, clip: bool = True, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """(W (V × K) in ``dtype``, b (K,)) from F (K × V), the totals its complement is the rest of
+    (F̄ = total − F, (V,), floored at 0 with ``clip``) and S = F·1; with the corpus totals t (V,), centred
+    on the corpus reference W_ref."""
+    K, V = F.shape
+    S = F.sum(axis=1) if S is None else S
+    factor = total.sum() - S + alpha * V  # (K,): S̄ + αV
+    reference = np.ones(V) if t is None else (t + alpha) / (t.sum() + alpha * V)  # (V,): θ_w, or 1
+    largest = max(float(total.max(initial=0.0)), 0.0)
+    dtype_r = fused.ratio_dtype(float(factor.min()) * float(reference.min()) / (largest + alpha),
+                                float(factor.max()) * float(reference.max()) / alpha, dtype)
+    if norm or dtype_r is None:  # the normalised weights need log θ̄ itself
+        F_bar = total - F
+        W = _weights(np.maximum(F_bar, 0.0) if clip else F_bar, alpha, norm)  # (K, V)
+        if t is not None:
+            W -= _weights(t[None, :].copy(), alpha, norm)  # (K, V) − (1, V)
+        return np.ascontiguousarray(W.T, dtype=dtype), np.zeros(K)
+    W = fused.log_in_place(fused.complement_ratios(F, total, clip, factor, reference, alpha, dtype_r))
+    return W.astype(dtype, copy=False), np.zeros(K)
 
 
 def _weights(F_bar: np.ndarray, alpha: float, norm: bool) -> np.ndarray:
@@ -75,11 +98,13 @@ def _weights(F_bar: np.ndarray, alpha: float, norm: bool) -> np.ndarray:
     return np.negative(log_theta_bar, out=log_theta_bar)
 
 
-def log_likelihood(F_bar: np.ndarray, log_prior: np.ndarray, alpha: float, norm: bool,
-                   t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Multiclass: (W (K × V), b (K,)) from the complement counts F̄ = t − F (K × V) and log prior_c
-    (K,), used only when K = 1, as scikit-learn has it; with t, centred as ``log_odds``. F̄ is overwritten."""
-    W, b = log_odds(F_bar, alpha, norm, t)
-    if F_bar.shape[0] == 1:
+def log_likelihood(F: np.ndarray, total: np.ndarray, log_prior: np.ndarray, alpha: float, norm: bool,
+                   t: np.ndarray | None = None, S: np.ndarray | None = None,
+                   dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Multiclass: (W (V × K), b (K,)) from the per-class sums F (K × V), their totals (F̄ = total − F, the
+    scikit-learn's Σ_j F_j − F_c) and log prior_c (K,), used only when K = 1, as scikit-learn has it; with
+    t, centred as ``log_odds``."""
+    W, b = log_odds(F, total, alpha, norm, t, S, True, dtype)
+    if F.shape[0] == 1:
         b = log_prior.copy()
     return W, b

@@ -2,6 +2,7 @@ r"""What one pass over a chunk of documents gives every Naive Bayes event model.
 
     F  = Yᵀ·X          (K × V)  per-category sums (of [X > 0] when ``presence``)
     t  = 1ᵀ·X          (V,)     sums over all documents
+    S  = F·1           (K,)     per-category totals Σ_w F_kw (summed while each row is in cache)
     N  = 1ᵀ·Y          (K,)     positive documents per category
     n                           documents
     F2 = Yᵀ·(X∘X)      (K × V)  per-category sums of squares   } Gaussian, mixed
@@ -22,8 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.errors import MlnbError
-from mlnb.models._counting import (category_feature_counts, category_feature_moments, column_statistics,
-                                   feature_moments, feature_totals)
+from mlnb.models._counting import column_statistics, count_chunk
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +40,11 @@ class NBCounts:
     lo: np.ndarray | None = None  # (V,)
     hi: np.ndarray | None = None  # (V,)
     integer: np.ndarray | None = None  # (V,) bool
+    S: np.ndarray | None = None  # (K,) F·1; from F when not given
+
+    def __post_init__(self):
+        if self.S is None:
+            object.__setattr__(self, "S", self.F.sum(axis=1))
 
     @classmethod
     def from_chunk(cls, X: sp.csr_matrix, Y: sp.csr_matrix, presence: bool = False, squares: bool = False,
@@ -49,18 +54,13 @@ class NBCounts:
             raise MlnbError(f"X has {X.shape[0]} documents but Y has {Y.shape[0]}")
         if presence and squares:
             raise MlnbError("the counts of presence [X > 0] have no sums of squares")
-        if squares:
-            F, F2 = category_feature_moments(Y, X)  # (K, V) each
-            t, t2 = feature_moments(X)  # (V,) each
-        else:
-            F, F2 = category_feature_counts(Y, X, binary=presence), None  # (K, V)
-            t, t2 = feature_totals(X, binary=presence), None  # (V,)
+        F, t, S, F2, t2 = count_chunk(Y, X, binary=presence, squares=squares)  # (K, V), (V,), (K,), ...
         lo = hi = integer = None
         if column_stats:
             lo, hi, integer = column_statistics(X)  # (V,) each
         N = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
         return cls(F=F, t=t, N=N, n=X.shape[0], presence=presence, F2=F2, t2=t2, lo=lo, hi=hi,
-                   integer=integer)
+                   integer=integer, S=S)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -78,7 +78,8 @@ class NBCounts:
             raise MlnbError(f"cannot add NBCounts holding {sorted(mine)} (presence={self.presence}) to "
                             f"NBCounts holding {sorted(theirs)} (presence={other.presence}): they were "
                             "counted for different event models")
-        added = dict(F=self.F + other.F, t=self.t + other.t, N=self.N + other.N, n=self.n + other.n)
+        added = dict(F=self.F + other.F, t=self.t + other.t, N=self.N + other.N, n=self.n + other.n,
+                     S=self.S + other.S)
         if "F2" in mine:
             added.update(F2=self.F2 + other.F2, t2=self.t2 + other.t2)
         if "lo" in mine:

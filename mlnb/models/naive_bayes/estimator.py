@@ -311,6 +311,10 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         scikit-learn's ComplementNB ``predict_proba`` but no model's probability."""
         return self.task == "multiclass" and self.event_model != "complement"
 
+    def _non_negative_features(self) -> bool:
+        """The count event models refuse a negative value when scoring as when fitting."""
+        return self.event_model in _COUNT_MODELS
+
     @property
     def _scores_presence(self) -> bool:
         return bool(self.binarize or self.event_model == "bernoulli")
@@ -370,34 +374,33 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
                             f"binarize={self.binarize}: fit again")
         if self.task == "multiclass":
             return self._update_log_likelihood(counts, params)
-        F_bar, N_bar = self._complement_counts(counts)
+        total, clip, N_bar = self._complement_counts(counts)
         prior, trainable = self._prior_log_odds(counts, N_bar)
         alpha, model = self.effective_alpha_, self.event_model
         column_models = shift = eps = None
+        # every module returns W in the layout X·W reads, (rows of Φ(X) × K) float32
         if model == "multinomial":
-            W, b = multinomial.log_odds(counts.F, F_bar, prior, alpha)
+            W, b = multinomial.log_odds(counts.F, total, prior, alpha, counts.S, clip)
         elif model == "bernoulli":
-            W, b = bernoulli.log_odds(counts.F, F_bar, counts.N, N_bar, prior, alpha)
+            W, b = bernoulli.log_odds(counts.F, total, counts.N, N_bar, prior, alpha)
         elif model == "complement":
-            W, b = complement.log_odds(F_bar, alpha, self.norm, counts.t if self.reference == "corpus" else None)
+            W, b = complement.log_odds(counts.F, total, alpha, self.norm,
+                                       counts.t if self.reference == "corpus" else None, counts.S, clip)
         elif model == "gaussian":
             eps = gaussian.epsilon(counts.t, counts.t2, counts.n, self.var_smoothing)
             shift = gaussian.shift(counts.t, counts.t2, counts.n)
-            W, b = gaussian.log_odds(counts.F, counts.F2, counts.N, F_bar, counts.t2 - counts.F2, N_bar, prior,
-                                     eps, shift)
+            W, b = gaussian.log_odds(counts.F, counts.F2, counts.N, counts.t, counts.t2, N_bar, prior, eps, shift)
         else:
             column_models = mixed.column_event_models(counts, self.column_models)
-            W, b, shift, eps = mixed.log_odds(counts, column_models, F_bar, counts.t2 - counts.F2, N_bar, prior,
-                                              alpha, self.var_smoothing)
+            W, b, shift, eps = mixed.log_odds(counts, column_models, N_bar, prior, alpha, self.var_smoothing)
         # without both classes in training there is nothing to learn about words:
         # score such categories by their prior alone (as the LR models do)
         untrainable = np.flatnonzero(~trainable)
-        W[untrainable] = 0.0
+        W[:, untrainable] = 0.0
         b[untrainable] = prior[untrainable]
         self._warn_untrainable(counts)
-        return _LogOdds(counts, params, weights=np.ascontiguousarray(W.T, dtype=np.float32),  # (rows, K)
-                        bias=b.astype(np.float32), untrainable=untrainable, column_models=column_models,
-                        shift=shift, epsilon=eps, weights64=None, bias64=None)
+        return _LogOdds(counts, params, weights=W, bias=b.astype(np.float32), untrainable=untrainable,
+                        column_models=column_models, shift=shift, epsilon=eps, weights64=None, bias64=None)
 
     def _update_log_likelihood(self, counts: NBCounts, params: tuple) -> _LogOdds:
         """Multiclass: W and b of every class's joint log-likelihood J (see ``multiclass``)."""
@@ -412,20 +415,20 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         W, b, shift, eps = multiclass.log_likelihood(counts, log_prior, self.event_model, self.effective_alpha_,
                                                      self.norm, self.reference, self.var_smoothing, column_models)
         self._warn_untrainable(counts)
-        W64 = np.ascontiguousarray(W.T)  # (rows, K)
-        return _LogOdds(counts, params, weights=W64.astype(np.float32), bias=b.astype(np.float32),
+        return _LogOdds(counts, params, weights=W.astype(np.float32), bias=b.astype(np.float32),  # W: (rows, K)
                         untrainable=np.flatnonzero(~self._trainable(counts)), column_models=column_models,
-                        shift=shift, epsilon=eps, weights64=W64, bias64=b)
+                        shift=shift, epsilon=eps, weights64=W, bias64=b)
 
-    def _complement_counts(self, counts: NBCounts) -> tuple[np.ndarray, np.ndarray]:
-        """(F̄, N̄): counts outside each category, exact or as the tutorial has them."""
+    def _complement_counts(self, counts: NBCounts) -> tuple[np.ndarray, bool, np.ndarray]:
+        """(total, clip, N̄): the counts outside each category are F̄ = total − F (V,) − (K × V), floored at 0
+        when ``clip``, and N̄ (K,), exact or as the tutorial has them. F̄ itself is formed element by element
+        where it is used, never stored."""
         F, N = counts.F, counts.N
         if self.mode == "tutorial":
-            return F.sum(axis=0) - F, N.sum() - N
-        if self.event_model in _REAL_MODELS:
-            return counts.t - F, counts.n - N  # sums of real values may be negative
-        # max(·, 0) only removes float round-off when X holds non-integer values
-        return np.maximum(counts.t - F, 0.0), counts.n - N
+            return F.sum(axis=0), False, N.sum() - N
+        # count models: flooring at 0 only removes float round-off when X holds non-integer values;
+        # sums of real values (gaussian, mixed) may be negative
+        return counts.t, self.event_model not in _REAL_MODELS, counts.n - N
 
     def _trainable(self, counts: NBCounts) -> np.ndarray:
         """(K,) bool: categories with a positive and a negative training document (multiclass:

@@ -14,7 +14,9 @@ The log-odds are quadratic in x, so W has two rows per feature, for x² and for 
     b_k  = prior_k + Σ_w [−½ log(σ²_kw/σ̄²_kw) − μ²_kw/(2σ²_kw) + μ̄²_kw/(2σ̄²_kw)]
 
 and a document scores by one product [X∘X, X]·W + b. b holds every x = 0 term,
-so a sparse zero costs nothing.
+so a sparse zero costs nothing. W (2V × K: the A rows, then the C rows, the
+layout [X∘X, X]·W reads) and b come from one sweep over the counts (``fused``),
+with Σ_w ½ log(σ̄²/σ²) taken as the log of a product per block of words.
 
 Multiclass (one class c per document; no complements), the joint log-likelihood
 of scikit-learn's GaussianNB, on the same design [X∘X, X]:
@@ -39,20 +41,24 @@ centring, 1.3e-7 with; breast cancer plus a column 2000 ± 5, 5.9e-6 and 1.9e-7.
 
 >>> import numpy as np
 >>> F, F2 = np.array([[2.]]), np.array([[2.]])            # category: x = 1, 1
->>> F_bar, F2_bar = np.array([[-2.]]), np.array([[2.]])   # complement: x = −1, −1
+>>> t, t2 = np.array([0.]), np.array([4.])                # and the complement: x = −1, −1
 >>> one = np.array([2.])
->>> W, b = log_odds(F, F2, one, F_bar, F2_bar, one, np.zeros(1), epsilon=1.0, shift=np.zeros(1))
+>>> W, b = log_odds(F, F2, one, t, t2, one, np.zeros(1), epsilon=1.0, shift=np.zeros(1), dtype=np.float64)
 >>> W, b  # σ² = σ̄² = 1: A = 0, C = 1 − (−1)
-(array([[0., 2.]]), array([0.]))
+(array([[0.],
+       [2.]]), array([0.]))
 >>> W, b = log_likelihood(F, F2, one, np.zeros(1), epsilon=1.0, shift=np.zeros(1), totals=(F[0], F2[0], 2))
 >>> W, np.round(b, 3)  # μ = 1, σ² = 1: A = −½, C = 1, b = −½ (log 2π + 1)
-(array([[-0.5,  1. ]]), array([-1.419]))
+(array([[-0.5],
+       [ 1. ]]), array([-1.419]))
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from mlnb.models.naive_bayes import fused
 
 # features with |mean| > CENTRE_RATIO · std are scored as x − mean (see above)
 CENTRE_RATIO = 2.0
@@ -73,35 +79,25 @@ def shift(t: np.ndarray, t2: np.ndarray, n: int) -> np.ndarray:
     return np.where(mean * mean > CENTRE_RATIO**2 * var, mean, 0.0)
 
 
-def log_odds(F, F2, N, F_bar, F2_bar, N_bar, prior, epsilon: float, shift) -> tuple[np.ndarray, np.ndarray]:
-    """(W (K × 2V): [A | C], b (K,)) for features x − shift, from the sums F, F2 (K × V) of x
-    inside and F̄, F̄2 outside each category, N, N̄ (K,), and the prior log-odds (K,)."""
-    N, N_bar = N[:, None], N_bar[:, None]  # (K, 1)
-    with np.errstate(divide="ignore", invalid="ignore"):  # N = 0 or N̄ = 0: untrainable, reset by the base
-        mu, mu_bar = F / N, F_bar / N_bar  # (K, V)
-        var = np.maximum(F2 / N - mu * mu, 0.0) + epsilon  # (K, V)
-        var_bar = np.maximum(F2_bar / N_bar - mu_bar * mu_bar, 0.0) + epsilon  # (K, V)
-        mu -= shift  # the log-odds of x − c: only the means move
-        mu_bar -= shift
-        A = 1 / (2 * var_bar) - 1 / (2 * var)
-        C = mu / var - mu_bar / var_bar
-        b = prior + (-0.5 * np.log(var / var_bar) - mu * mu / (2 * var) + mu_bar * mu_bar / (2 * var_bar)).sum(axis=1)
-    return np.hstack([A, C]), b
+def log_odds(F, F2, N, t, t2, N_bar, prior, epsilon: float, shift, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """(W (2V × K) in ``dtype``: [A; C], b (K,)) for features x − shift, from the sums F, F2 (K × V) of x
+    inside each category and t, t2 (V,) over all documents (outside: F̄ = t − F, F̄2 = t2 − F2), N, N̄ (K,),
+    and the prior log-odds (K,)."""
+    W, word_terms = fused.gaussian_weights(F, F2, N, t, t2, N_bar, True, epsilon, shift, dtype)
+    return W, prior + word_terms
 
 
-def log_likelihood(F, F2, N, log_prior, epsilon: float, shift, totals) -> tuple[np.ndarray, np.ndarray]:
-    """Multiclass: (W (K × 2V): [A | C], b (K,)) for features x − shift, from the per-class sums F, F2
+def log_likelihood(F, F2, N, log_prior, epsilon: float, shift, totals,
+                   dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Multiclass: (W (2V × K): [A; C], b (K,)) for features x − shift, from the per-class sums F, F2
     (K × V), N (K,), log prior_c (K,), and totals = (t, t2, n) of all documents for empty classes."""
     t, t2, n = totals
     empty = N == 0
-    F, F2, N = np.where(empty[:, None], t, F), np.where(empty[:, None], t2, F2), np.where(empty, n, N)
-    mu = F / N[:, None]  # (K, V)
-    var = np.maximum(F2 / N[:, None] - mu * mu, 0.0) + epsilon  # (K, V)
-    mu -= shift  # the log-likelihood of x − c: only the means move
-    A = -1 / (2 * var)
-    C = mu / var
-    b = log_prior - 0.5 * (np.log(2 * np.pi * var) + mu * mu / var).sum(axis=1)
-    return np.hstack([A, C]), b
+    if empty.any():
+        F, F2, N = np.where(empty[:, None], t, F), np.where(empty[:, None], t2, F2), np.where(empty, n, N)
+    W, word_terms = fused.gaussian_weights(F, F2, N, np.zeros(0), np.zeros(0), np.zeros(0), False, epsilon, shift,
+                                           dtype)
+    return W, log_prior + word_terms
 
 
 def design(X: sp.csr_matrix, shift: np.ndarray, squared: np.ndarray | None = None,

@@ -23,8 +23,8 @@ the counts' column statistics, as fastNaiveBayes's ``detect_distribution``:
 and ``column_models`` entries such as "0-29=gaussian" or "30=bernoulli"
 (0-based columns, ranges inclusive, later entries win) override the detection.
 
-Scoring is still one product: [Z_G∘Z_G, Z]·W + b, W with one row per Gaussian
-column for its square and one per column, where Z is X with the Bernoulli
+Scoring is still one product: [Z_G∘Z_G, Z]·W + b, W ((G + V) × K) with one row per
+Gaussian column for its square and one per column, where Z is X with the Bernoulli
 columns read as presence and the Gaussian ones centred where that matters
 (see ``gaussian``).
 
@@ -90,46 +90,47 @@ def column_event_models(counts: NBCounts, entries) -> np.ndarray:
     return models
 
 
-def log_odds(counts: NBCounts, models: np.ndarray, F_bar, F2_bar, N_bar, prior, alpha: float,
-             var_smoothing: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """(W (K × (G + V)), b (K,), shift (V,), ε) from the counts, the column models (V,), the
-    complement counts F̄, F̄2 (K × V), N̄ (K,) and the prior log-odds (K,)."""
-    F, F2, N = counts.F, counts.F2, counts.N
+def log_odds(counts: NBCounts, models: np.ndarray, N_bar, prior, alpha: float, var_smoothing: float,
+             dtype=np.float32) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(W ((G + V) × K) in ``dtype``, b (K,), shift (V,), ε) from the counts, the column models (V,),
+    N̄ (K,) and the prior log-odds (K,); outside each category F̄ = t − F and F̄2 = t2 − F2."""
+    F, F2, N, t = counts.F, counts.F2, counts.N, counts.t
     B, M, G = (np.flatnonzero(models == name) for name in COLUMN_MODELS)
     no_prior = np.zeros_like(prior)
-    W = np.zeros((F.shape[0], G.size + F.shape[1]))  # (K, G + V): squares of Gaussian columns, then X
+    W = np.zeros((G.size + F.shape[1], F.shape[0]), dtype=dtype)  # squares of Gaussian columns, then X
     b = prior.copy()
     if B.size:
-        W[:, G.size + B], b_B = bernoulli.log_odds(F[:, B], F_bar[:, B], N, N_bar, no_prior, alpha)
+        W[G.size + B], b_B = bernoulli.log_odds(F[:, B], t[B], N, N_bar, no_prior, alpha, dtype)
         b += b_B
     if M.size:
-        W[:, G.size + M], b_M = multinomial.log_odds(F[:, M], F_bar[:, M], no_prior, alpha)
+        # the multinomial group's θ is normalised over its own columns; its values are integers: no clip
+        W[G.size + M], b_M = multinomial.log_odds(F[:, M], t[M], no_prior, alpha, None, False, dtype)
         b += b_M
     shift, eps = np.zeros(F.shape[1]), 0.0
     if G.size:
-        eps = gaussian.epsilon(counts.t[G], counts.t2[G], counts.n, var_smoothing)
-        shift[G] = gaussian.shift(counts.t[G], counts.t2[G], counts.n)
-        W_G, b_G = gaussian.log_odds(F[:, G], F2[:, G], N, F_bar[:, G], F2_bar[:, G], N_bar, no_prior, eps,
-                                     shift[G])
-        W[:, :G.size], W[:, G.size + G] = W_G[:, :G.size], W_G[:, G.size:]
+        eps = gaussian.epsilon(t[G], counts.t2[G], counts.n, var_smoothing)
+        shift[G] = gaussian.shift(t[G], counts.t2[G], counts.n)
+        W_G, b_G = gaussian.log_odds(F[:, G], F2[:, G], N, t[G], counts.t2[G], N_bar, no_prior, eps, shift[G],
+                                     dtype)
+        W[:G.size], W[G.size + G] = W_G[:G.size], W_G[G.size:]
         b += b_G
     return W, b, shift, eps
 
 
 def log_likelihood(counts: NBCounts, models: np.ndarray, log_prior, alpha: float,
                    var_smoothing: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Multiclass: (W (K × (G + V)), b (K,), shift (V,), ε) from the per-class counts, the column
+    """Multiclass: (W ((G + V) × K) float64, b (K,), shift (V,), ε) from the per-class counts, the column
     models (V,) and log prior_c (K,)."""
     F, F2, N = counts.F, counts.F2, counts.N
     B, M, G = (np.flatnonzero(models == name) for name in COLUMN_MODELS)
     no_prior = np.zeros_like(log_prior)
-    W = np.zeros((F.shape[0], G.size + F.shape[1]))  # (K, G + V): squares of Gaussian columns, then X
+    W = np.zeros((G.size + F.shape[1], F.shape[0]))  # squares of Gaussian columns, then X
     b = log_prior.copy()
     if B.size:
-        W[:, G.size + B], b_B = bernoulli.log_likelihood(F[:, B], N, no_prior, alpha)
+        W[G.size + B], b_B = bernoulli.log_likelihood(F[:, B], N, no_prior, alpha)
         b += b_B
     if M.size:
-        W[:, G.size + M], b_M = multinomial.log_likelihood(F[:, M], no_prior, alpha)
+        W[G.size + M], b_M = multinomial.log_likelihood(F[:, M], no_prior, alpha)
         b += b_M
     shift, eps = np.zeros(F.shape[1]), 0.0
     if G.size:
@@ -137,7 +138,7 @@ def log_likelihood(counts: NBCounts, models: np.ndarray, log_prior, alpha: float
         shift[G] = gaussian.shift(counts.t[G], counts.t2[G], counts.n)
         W_G, b_G = gaussian.log_likelihood(F[:, G], F2[:, G], N, no_prior, eps, shift[G],
                                            totals=(counts.t[G], counts.t2[G], counts.n))
-        W[:, :G.size], W[:, G.size + G] = W_G[:, :G.size], W_G[:, G.size:]
+        W[:G.size], W[G.size + G] = W_G[:G.size], W_G[G.size:]
         b += b_G
     return W, b, shift, eps
 

@@ -59,7 +59,8 @@ def with_classes(counts: NBCounts, K: int) -> NBCounts:
     if extra <= 0:
         return counts
     grown = lambda A: None if A is None else np.vstack([A, np.zeros((extra, A.shape[1]))])  # noqa: E731
-    return dataclasses.replace(counts, F=grown(counts.F), F2=grown(counts.F2), N=np.r_[counts.N, np.zeros(extra)])
+    return dataclasses.replace(counts, F=grown(counts.F), F2=grown(counts.F2), N=np.r_[counts.N, np.zeros(extra)],
+                               S=np.r_[counts.S, np.zeros(extra)])
 
 
 def check_given_prior(values, K: int | None = None) -> None:
@@ -91,16 +92,15 @@ def class_log_prior(N: np.ndarray, n: int, how: str, m: float, given) -> np.ndar
 
 def log_likelihood(counts: NBCounts, log_prior: np.ndarray, event_model: str, alpha: float, norm: bool,
                    reference: str, var_smoothing: float, column_models: np.ndarray | None):
-    """(W (K × rows of Φ(X)), b (K,), shift (V,) or None, ε or None) of J for the event model."""
+    """(W (rows of Φ(X) × K) float64, b (K,), shift (V,) or None, ε or None) of J for the event model."""
     F, N = counts.F, counts.N
     if event_model == "multinomial":
-        return (*multinomial.log_likelihood(F, log_prior, alpha), None, None)
+        return (*multinomial.log_likelihood(F, log_prior, alpha, counts.S), None, None)
     if event_model == "bernoulli":
         return (*bernoulli.log_likelihood(F, N, log_prior, alpha), None, None)
     if event_model == "complement":
-        F_bar = np.maximum(counts.t - F, 0.0)  # max(·, 0): float round-off of non-integer X only
         t = counts.t if reference == "corpus" else None
-        return (*complement.log_likelihood(F_bar, log_prior, alpha, norm, t), None, None)
+        return (*complement.log_likelihood(F, counts.t, log_prior, alpha, norm, t, counts.S), None, None)
     if event_model == "gaussian":
         eps = gaussian.epsilon(counts.t, counts.t2, counts.n, var_smoothing)
         shift = gaussian.shift(counts.t, counts.t2, counts.n)

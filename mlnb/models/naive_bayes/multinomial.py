@@ -1,27 +1,31 @@
 r"""Multinomial Naive Bayes: a document is a bag of word tokens.
 
-With additive smoothing α, per category k and its complement (F̄, N̄ from the base):
+With additive smoothing α, per category k and its complement (F̄ = total − F, F̄'s
+totals S̄ = Σ_w total − S, N̄ from the base; S = F·1):
 
-    θ_kw = (F_kw + α) / (Σ_w F_kw + αV)        θ̄_kw likewise from F̄
-    W_kw = log θ_kw − log θ̄_kw
+    θ_kw = (F_kw + α) / (S_k + αV)             θ̄_kw likewise from F̄, S̄
+    W_kw = log θ_kw − log θ̄_kw = log[(F_kw + α)/(F̄_kw + α) · (S̄_k + αV)/(S_k + αV)]
     b_k  = prior_k  (= log N_k − log N̄_k)
 
+one log of one ratio per weight, formed in a single sweep (``fused``).
 X may hold counts, presence (``binarize``) or TF-IDF weights: any non-negative values.
 
-Multiclass (one class c per document; F_c, N_c per class, no complements), the
+Multiclass (one class c per document; F_c, S_c, N_c per class, no complements), the
 joint log-likelihood of scikit-learn's MultinomialNB:
 
     J_c(x) = log prior_c + Σ_w x_w log θ_cw
-    W_cw   = log θ_cw,     b_c = log prior_c
+    W_cw   = log θ_cw = log[(F_cw + α) / (S_c + αV)],     b_c = log prior_c
 
 A class without documents has θ_c = 1/V from the smoothing alone.
 
+W is returned as (V × K), one row per word, the layout X·W reads.
+
 >>> import numpy as np
->>> W, b = log_odds(np.array([[3., 1.]]), np.array([[0., 3.]]), np.array([0.]), alpha=1.0)
->>> np.round(np.exp(W), 3)  # θ / θ̄ = (4/6) / (1/5), (2/6) / (4/5)
+>>> W, b = log_odds(np.array([[3., 1.]]), np.array([3., 4.]), np.array([0.]), alpha=1.0, dtype=np.float64)
+>>> np.round(np.exp(W.T), 3)  # F̄ = (0, 3): θ / θ̄ = (4/6) / (1/5), (2/6) / (4/5)
 array([[3.333, 0.417]])
 >>> W, b = log_likelihood(np.array([[3., 1.]]), np.log([0.5]), alpha=1.0)
->>> np.round(np.exp(W), 3)  # θ = (4/6, 2/6)
+>>> np.round(np.exp(W.T), 3)  # θ = (4/6, 2/6)
 array([[0.667, 0.333]])
 """
 
@@ -29,23 +33,39 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlnb.models.naive_bayes import fused
 
-def log_odds(F: np.ndarray, F_bar: np.ndarray, prior: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """(W (K × V), b (K,)) from F, F̄ (K × V) and the prior log-odds (K,). F̄ is overwritten."""
+
+def log_odds(F: np.ndarray, total: np.ndarray, prior: np.ndarray, alpha: float, S: np.ndarray | None = None,
+             clip: bool = True, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """(W (V × K) in ``dtype``, b (K,)) from F (K × V), the totals F̄ is the rest of (F̄ = total − F, (V,),
+    floored at 0 with ``clip``: float round-off of non-integer X), the prior log-odds (K,) and S = F·1."""
     V = F.shape[1]
-    # W = log θ − log θ̄, written in place: two (K, V) arrays instead of five
-    W = np.log(F + alpha)
-    W -= np.log(F.sum(axis=1, keepdims=True) + alpha * V)  # log θ
-    F_bar_total = F_bar.sum(axis=1, keepdims=True) + alpha * V
-    F_bar += alpha
-    W -= np.log(F_bar, out=F_bar)
-    W += np.log(F_bar_total)  # − log θ̄
-    return W, prior.copy()
+    S = F.sum(axis=1) if S is None else S
+    S_bar = total.sum() - S  # Σ_w F̄_kw
+    factor = (S_bar + alpha * V) / (S + alpha * V)  # (K,): θ's and θ̄'s normalisers
+    largest = max(float(total.max(initial=0.0)), 0.0)  # F ≤ total and F̄ ≤ total
+    dtype_r = fused.ratio_dtype(alpha / (largest + alpha) * float(factor.min()),
+                                (largest + alpha) / alpha * float(factor.max()), dtype)
+    if dtype_r is None:  # only for an α near the end of float64's range
+        F_bar = total - F
+        F_bar = np.maximum(F_bar, 0.0) if clip else F_bar
+        W = np.log(F + alpha) - np.log(F_bar + alpha) + np.log(factor)[:, None]  # (K, V)
+        return np.ascontiguousarray(W.T, dtype=dtype), prior.copy()
+    W = fused.log_in_place(fused.multinomial_ratios(F, total, clip, True, factor, alpha, dtype_r))
+    return W.astype(dtype, copy=False), prior.copy()
 
 
-def log_likelihood(F: np.ndarray, log_prior: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Multiclass: (W (K × V), b (K,)) from the per-class sums F (K × V) and log prior_c (K,)."""
+def log_likelihood(F: np.ndarray, log_prior: np.ndarray, alpha: float, S: np.ndarray | None = None,
+                   dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Multiclass: (W (V × K), b (K,)) from the per-class sums F (K × V), log prior_c (K,) and S = F·1."""
     V = F.shape[1]
-    W = np.log(F + alpha)
-    W -= np.log(F.sum(axis=1, keepdims=True) + alpha * V)  # log θ
-    return W, log_prior.copy()
+    S = F.sum(axis=1) if S is None else S
+    factor = 1 / (S + alpha * V)  # (K,)
+    largest = float(S.max(initial=0.0))  # F_cw ≤ S_c
+    dtype_r = fused.ratio_dtype(alpha * float(factor.min()), (largest + alpha) * float(factor.max()), dtype)
+    if dtype_r is None:
+        W = np.log(F + alpha) - np.log(S + alpha * V)[:, None]  # (K, V)
+        return np.ascontiguousarray(W.T, dtype=dtype), log_prior.copy()
+    W = fused.log_in_place(fused.multinomial_ratios(F, None, False, False, factor, alpha, dtype_r))
+    return W.astype(dtype, copy=False), log_prior.copy()

@@ -25,7 +25,7 @@ def test_adding_counts_equals_counting_the_concatenation(small_corpus, kind):
     for start in range(700, n, 900):
         added = added + NBCounts.from_chunk(*chunk(small_corpus, np.arange(start, min(start + 900, n))), **kind)
     assert added.n == whole.n == n and added.presence == whole.presence
-    for name in ("F", "t", "N", "F2", "t2", "lo", "hi", "integer"):
+    for name in ("F", "t", "S", "N", "F2", "t2", "lo", "hi", "integer"):
         if getattr(whole, name) is None:
             assert getattr(added, name) is None, name
         else:
@@ -43,6 +43,7 @@ def test_counts_are_the_products_they_name():
     np.testing.assert_allclose(counts.F, Y.T @ D)
     np.testing.assert_allclose(counts.F2, Y.T @ (D * D))
     np.testing.assert_allclose(counts.t, D.sum(axis=0))
+    np.testing.assert_allclose(counts.S, (Y.T @ D).sum(axis=1))
     np.testing.assert_allclose(counts.t2, (D * D).sum(axis=0))
     np.testing.assert_array_equal(counts.N, Y.sum(axis=0))
     np.testing.assert_array_equal(counts.lo, D.min(axis=0))  # implicit zeros included

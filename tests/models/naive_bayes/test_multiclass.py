@@ -86,11 +86,12 @@ def test_two_classes_give_the_log_odds_of_one_category(request, data, event_mode
     # and exactly so in float64, W and b against the module's log-odds formula
     counts, built = two_classes.counts_, two_classes._log_odds()
     alpha, prior = two_classes.effective_alpha_, np.log(counts.N[1:]) - np.log(counts.N[:1])
+    # the complement of class 1 is class 0: F̄ = t − F_1 = F_0
     if module is multinomial:
-        W, b = multinomial.log_odds(counts.F[1:], counts.F[:1].copy(), prior, alpha)
+        W, b = multinomial.log_odds(counts.F[1:], counts.t, prior, alpha, dtype=np.float64)
     else:
-        W, b = bernoulli.log_odds(counts.F[1:], counts.F[:1], counts.N[1:], counts.N[:1], prior, alpha)
-    np.testing.assert_allclose(built.weights64[:, 1] - built.weights64[:, 0], W[0], rtol=1e-12, atol=1e-12)
+        W, b = bernoulli.log_odds(counts.F[1:], counts.t, counts.N[1:], counts.N[:1], prior, alpha, dtype=np.float64)
+    np.testing.assert_allclose(built.weights64[:, 1] - built.weights64[:, 0], W[:, 0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(built.bias64[1] - built.bias64[0], b[0], rtol=1e-12)
 
 

@@ -1,0 +1,131 @@
+"""Benchmark: an LR pass against its memory-bandwidth floor, on the 200k RCV1-shaped set.
+
+    python experiments/bench_lr_floor.py              # 200k training documents, 47,236 words, 103 categories
+    python experiments/bench_lr_floor.py --scale 0.25
+
+A pass of the all-categories engine (minibatch AdaGrad, batch 1000) must move at least, per
+minibatch B of m documents with nnz non-zeros touching u distinct words (K categories):
+
+    X_B, read twice (forward and backward):   2 · (8·nnz + 4·(m + 1))   bytes (float32 values, int32 indices)
+    W's touched rows, read and written:        2 · 4·u·K
+    S's touched rows (AdaGrad), read and written: 2 · 4·u·K
+    Z / D, written once and read once:         2 · 4·m·K
+
+bytes beyond L2 (the rest — D while the minibatch is processed, the gradient rows of a word
+block — fits in L2). The script counts these bytes for the very minibatches of a seeded pass,
+measures the memory bandwidth in the same run (a numpy copy of a large array and a STREAM-like
+triad in numba on every core; the higher counts), and prints the floor, the time achieved
+(minimum over fits of the pass time) and their ratio. Target (issue 14): ≤ 1.5× the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from mlnb._numba import njit, prange
+
+TARGET_RATIO = 1.5
+
+
+@njit(parallel=True, cache=True)
+def _triad(a, b, c, scalar):
+    for i in prange(a.size):
+        a[i] = b[i] + scalar * c[i]
+
+
+def bandwidth(megabytes: int = 512, repeats: int = 5) -> dict:
+    """Bytes per second of a numpy copy (read + write) and of a parallel triad a = b + s·c (2 reads, 1 write)."""
+    n = megabytes * 2**20 // 4
+    src, dst = np.ones(n, dtype=np.float32), np.empty(n, dtype=np.float32)
+    copies = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        np.copyto(dst, src)
+        copies.append(time.perf_counter() - started)
+    a, b, c = dst, src, np.full(n, 2.0, dtype=np.float32)
+    _triad(a[:1000], b[:1000], c[:1000], np.float32(3.0))
+    triads = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        _triad(a, b, c, np.float32(3.0))
+        triads.append(time.perf_counter() - started)
+    return {"numpy copy": 2 * 4 * n / min(copies), "numba triad": 3 * 4 * n / min(triads)}
+
+
+def pass_bytes(X, K: int, batch_size: int, seed: int) -> dict:
+    """The bytes a pass must move beyond L2, by kind, for the minibatches of a seeded shuffled pass."""
+    order = np.random.default_rng(seed).permutation(X.shape[0])
+    lengths = np.diff(X.indptr)
+    parts = {"X_B twice": 0.0, "W rows read+write": 0.0, "S rows read+write": 0.0, "Z/D": 0.0}
+    touched_total = 0
+    for start in range(0, X.shape[0], batch_size):
+        rows = order[start:start + batch_size]
+        m = rows.size
+        nnz = int(lengths[rows].sum())
+        words = np.unique(np.concatenate([X.indices[X.indptr[r]:X.indptr[r + 1]] for r in rows]))
+        u = words.size
+        touched_total += u
+        parts["X_B twice"] += 2 * (8 * nnz + 4 * (m + 1))
+        parts["W rows read+write"] += 2 * 4 * u * K
+        parts["S rows read+write"] += 2 * 4 * u * K
+        parts["Z/D"] += 2 * 4 * m * K
+    steps = -(-X.shape[0] // batch_size)
+    return {"parts": parts, "total": sum(parts.values()), "mean_touched": touched_total / steps, "steps": steps}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the 200k training documents")
+    parser.add_argument("--fits", type=int, default=3, help="one-pass fits timed (the minimum counts)")
+    parser.add_argument("--batch-size", type=int, default=1000)
+    args = parser.parse_args()
+
+    import numba
+
+    from mlnb.data.synthetic import make_rcv1_like
+    from mlnb.models.logistic import LogisticRegression
+
+    data = make_rcv1_like(n_documents=int(250_000 * args.scale), n_features=47_236, n_categories=103,
+                          test_fraction=0.2, seed=0)
+    X, Y = data.X_train, data.Y_train
+    K = Y.shape[1]
+    print(f"data: {X.shape[0]:,} training documents, {X.shape[1]:,} words, {K} categories, {X.nnz:,} non-zeros; "
+          f"{os.cpu_count()} cores, numba threads {numba.get_num_threads()}; load {os.getloadavg()[0]:.2f}")
+    traffic = pass_bytes(X, K, args.batch_size, seed=0)
+    print(f"per pass ({traffic['steps']} minibatches of {args.batch_size}, {traffic['mean_touched']:,.0f} distinct "
+          f"words each on average):")
+    for name, value in traffic["parts"].items():
+        print(f"  {name:20s} {value / 1e9:7.2f} GB")
+    print(f"  {'total':20s} {traffic['total'] / 1e9:7.2f} GB")
+
+    LogisticRegression(npasses=1, batch_size=args.batch_size).fit(X[:2000], Y[:2000])  # compile / load
+    measured = bandwidth()
+    best = max(measured.values())
+    print("bandwidth: " + ", ".join(f"{name} {value / 1e9:.1f} GB/s" for name, value in measured.items())
+          + f"; load {os.getloadavg()[0]:.2f}")
+    floor = traffic["total"] / best
+    passes = []
+    for _ in range(args.fits):
+        model = LogisticRegression(npasses=1, batch_size=args.batch_size).fit(X, Y)
+        passes.append(model.history_[0]["seconds"])
+    achieved = min(passes)
+    training = getattr(model, "_training", None)  # (an older engine has none)
+    policy = getattr(training.kernel, "policy", None) if training is not None else None
+    if policy is not None and policy.recent:
+        per_unit = {threads: sorted(times)[len(times) // 2] for threads, times in policy.recent.items()}
+        if len(per_unit) == 2:
+            one, many = per_unit[1], per_unit[max(per_unit)]
+            print(f"thread policy at the end: one thread {one / many:.2f}× the time per unit of work of "
+                  f"{max(per_unit)} threads")
+    ratio = achieved / floor
+    print(f"\nfloor at {best / 1e9:.1f} GB/s: {floor:.3f} s per pass; achieved {achieved:.3f} s "
+          f"(min of {args.fits}: {', '.join(f'{p:.3f}' for p in passes)}); ratio {ratio:.2f}× -> "
+          f"{'MET' if ratio <= TARGET_RATIO else 'NOT met'} (target ≤ {TARGET_RATIO}×); load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

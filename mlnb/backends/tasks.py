@@ -1,0 +1,243 @@
+r"""The work of a streaming study, one partition at a time: the same functions on every backend.
+
+A streaming study makes three kinds of pass over the data, each a map over partitions and a
+reduction (``LocalBackend`` runs the partitions here in order, ``DaskBackend`` on its workers):
+
+1. **counting** (training documents, once): per partition the label counts N (K,) and n, and
+   for every model that needs them the Naive Bayes counts (``NBCounts``: Yᵀ·X, 1ᵀ·X, ...). All
+   are sums, so the reduction is ``+`` and the result is the in-memory fit's counts exactly:
+
+       N = Σ_p N_p,   n = Σ_p n_p,   counts = Σ_p counts_p
+
+   Naive Bayes is finished from them (log-odds once); NB-LR takes its ratios R from them.
+2. **logistic regression** (training documents, ``npasses`` times). On one process the engine
+   steps through the chunks of every partition in order, exactly as it would through the
+   documents in memory (up to the shuffle, which stays within ``data.shuffle_buffer`` chunks).
+   On Dask each worker runs a pass over its partition from the same start state θ and the
+   states are averaged, weighted by documents (parameter mixing, Zinkevich et al. 2010 /
+   McDonald et al. 2010):
+
+       θ ← Σ_p n_p·θ_p / Σ_p n_p            θ = (W, b, AdaGrad sums, step count)
+
+3. **scoring** (test documents, once): every model scores every chunk; the scores go to a spill
+   file per partition and to running sums and histograms (``mlnb.metrics.streaming``), from
+   which the evaluation is exact per category.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import clone
+
+from mlnb.data.stream import Chunk, ChunkSource, Partition
+from mlnb.errors import MlnbError
+from mlnb.models.naive_bayes import NaiveBayes
+from mlnb.models.naive_bayes.counts import NBCounts
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a task reads its partition: the source and the chunk size (small and picklable)."""
+
+    source: ChunkSource
+    chunk_size: int
+
+    def chunks(self, partition: Partition):
+        return self.source.read(partition, self.chunk_size)
+
+
+# -- 1. counting ----------------------------------------------------------------------------------
+@dataclass(eq=False)
+class TrainingCounts:
+    """What the counting pass gives: label counts and the NB counts of the models that need them."""
+
+    positives: np.ndarray  # (K,) float64, N_k
+    n: int  # training documents
+    nnz: int  # non-zero feature values in them
+    nb: dict[str, NBCounts] = field(default_factory=dict)  # counter name -> counts (absent: no documents)
+
+    def __add__(self, other: TrainingCounts) -> TrainingCounts:
+        nb = dict(self.nb)
+        for name, counts in other.nb.items():
+            nb[name] = nb[name] + counts if name in nb else counts
+        return TrainingCounts(self.positives + other.positives, self.n + other.n, self.nnz + other.nnz, nb)
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A Naive Bayes estimator (unfitted) whose counts a model needs, and the features it counts."""
+
+    estimator: NaiveBayes
+    binarize_input: bool = False  # NB-LR: count 1{x > 0} rather than x
+
+    def features(self, X):
+        if not self.binarize_input:
+            return X
+        X = X.copy()
+        X.data = (X.data > 0).astype(np.float32)
+        return X
+
+
+def count_partition(partition: Partition, reading: Reading, counters: dict[str, Counter]) -> TrainingCounts:
+    """Label counts and every counter's NB counts over the partition's training documents."""
+    K = reading.source.n_categories
+    fitting = {name: clone(counter.estimator) for name, counter in counters.items()}
+    positives, n, nnz = np.zeros(K, dtype=np.float64), 0, 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # untrainable categories are reported by the study, once
+        for chunk in reading.chunks(partition):
+            positives += np.asarray(chunk.Y.sum(axis=0), dtype=np.float64).ravel()
+            n += chunk.n_documents
+            nnz += chunk.X.nnz
+            for name, estimator in fitting.items():
+                try:
+                    estimator.partial_fit(counters[name].features(chunk.X), chunk.Y)
+                except MlnbError as error:
+                    raise MlnbError(f"{chunk.where}: {error}") from None
+    return TrainingCounts(positives, n, nnz, {name: estimator.counts_ for name, estimator in fitting.items()
+                                         if "counts_" in estimator.__dict__})
+
+
+def finished_naive_bayes(estimator: NaiveBayes, counts: NBCounts | None, n_features: int) -> NaiveBayes:
+    """``estimator`` fitted from ``counts`` summed over every chunk: what ``fit`` on all the
+    documents at once gives (the log-odds are computed from the counts, lazily, once)."""
+    if counts is None:
+        raise MlnbError("no training documents: every document went to the test part")
+    estimator = clone(estimator)
+    estimator.counts_, estimator.n_features_in_ = counts, n_features
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.weights_  # noqa: B018  (builds W and b now, so fit time includes them)
+    return estimator
+
+
+# -- 2. logistic regression -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class LogisticJob:
+    """What a logistic-regression pass over a partition needs (besides the start state)."""
+
+    reading: Reading
+    estimator: object  # an unfitted mlnb LogisticRegression with the model's options
+    binarize_input: bool  # NB-LR trains on x̂ = 1{x > 0}
+    scale: np.ndarray | None  # NB-LR's R (V × K); None for plain LR
+    buffer_chunks: int
+
+    def chunks(self, partitions):
+        counter = Counter(None, self.binarize_input)  # only its ``features``
+        for partition in partitions:
+            for chunk in self.reading.chunks(partition):
+                yield chunk if not self.binarize_input else Chunk(counter.features(chunk.X), chunk.Y, chunk.ids,
+                                                                  chunk.where, chunk.first_line, chunk.lines)
+
+
+def fit_logistic_here(job: LogisticJob, partitions, counts: TrainingCounts, coef_init=None, intercept_init=None):
+    """The engine over every partition's chunks in order, ``npasses`` times: the single-machine
+    streaming fit (``LogisticRegression.fit_stream``)."""
+    engine = clone(job.estimator)
+    source = job.reading.source
+    engine.fit_stream(lambda: job.chunks(partitions), source.n_features, source.n_categories,
+                      category_counts=(counts.positives, counts.n), coef_init=coef_init,
+                      intercept_init=intercept_init, scale=job.scale, buffer_chunks=job.buffer_chunks)
+    return engine
+
+
+@dataclass(eq=False)
+class WeightedState:
+    """A trainer's state and the documents it saw in the pass (the weight of its average)."""
+
+    state: dict
+    documents: int
+
+
+def worker_groups(partitions: list, n_workers: int) -> list[tuple[int, list]]:
+    """The partitions in ``n_workers`` runs of consecutive partitions (as even as whole partitions
+    allow), numbered: what each trainer of a parameter-mixing pass reads."""
+    bounds = np.linspace(0, len(partitions), min(n_workers, len(partitions)) + 1).round().astype(int)
+    return [(i, partitions[a:b]) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def lr_pass_partition(group: tuple[int, list], job: LogisticJob, start: dict, pass_number: int) -> WeightedState:
+    """One pass of the engine over a group (number, partitions) of training partitions, from ``start``."""
+    number, partitions = group
+    engine = clone(job.estimator)
+    # each group shuffles with its own seeded generator (the same in every run)
+    engine.set_params(random_state=[int(engine.random_state), pass_number, number])
+    engine.set_state({**start, "rng": None})
+    seen = [0]
+
+    def chunks():
+        for chunk in job.chunks(partitions):
+            seen[0] += chunk.n_documents
+            yield chunk
+
+    source = job.reading.source
+    engine.fit_stream(chunks, source.n_features, source.n_categories, scale=job.scale,
+                      buffer_chunks=job.buffer_chunks, npasses=1, resume=True)
+    return WeightedState(engine.get_state(), seen[0])
+
+
+def mix(a: WeightedState, b: WeightedState) -> WeightedState:
+    """The document-weighted mean of two states (a partition without documents has no say)."""
+    from mlnb.models.minibatch import average_states
+
+    if not b.documents:
+        return a
+    if not a.documents:
+        return b
+    return WeightedState(average_states([a.state, b.state], [a.documents, b.documents]), a.documents + b.documents)
+
+
+# -- 3. scoring -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scoring:
+    """How every model's test scores become spills: the settings the running sums need."""
+
+    reading: Reading
+    models: dict  # name -> fitted estimator
+    rules: dict  # name -> fitted decision rule (fixed or rcut: they need no validation scores)
+    threshold: float
+    top_k: int
+    exclude: np.ndarray | None  # categories left out of every average (eval.untrainable = 'exclude')
+    prior: np.ndarray | None  # (K,) prior log-odds that replace untrainable categories' scores ('prior')
+    untrainable: np.ndarray  # (indices)
+
+
+def score_partitions(group: tuple[int, list], scoring: Scoring, root: str) -> dict[str, str]:
+    """Every model's scores of a group (number, partitions) of test partitions, spilled to
+    ``root``/part-<number>/<model>: one ``ScoreSpill`` per model (scores on disk, running sums of
+    every pointwise metric). On Dask ``root`` must be a folder the workers and the client share."""
+    from mlnb.metrics.streaming import ScoreSpill
+
+    number, partitions = group
+    spills = {name: ScoreSpill(f"{root}/part-{number:05d}/{name}", scoring.reading.source.n_categories, threshold=scoring.threshold,
+                               top_k=scoring.top_k, exclude=scoring.exclude)
+              for name in scoring.models}
+    try:
+        for partition in partitions:
+            for chunk in scoring.reading.chunks(partition):
+                for name, model in scoring.models.items():
+                    scores = model.decision_function(chunk.X)  # (m, K); presence models binarise inside
+                    if scoring.prior is not None and scoring.untrainable.size:
+                        scores[:, scoring.untrainable] = scoring.prior[scoring.untrainable]
+                    spills[name].append(chunk.Y, scores, decisions=scoring.rules[name].decide(scores))
+        for spill in spills.values():
+            spill.close()
+    except BaseException:
+        for spill in spills.values():
+            spill.__exit__(RuntimeError, None, None)  # release the files, leave them unusable
+        raise
+    return {name: str(spill.folder) for name, spill in spills.items()}
+
+
+def merge_spills(parts, folder):
+    """One ``ScoreSpill`` of the test documents of several (closed) spills, in their order (what
+    each task of a Dask scoring pass wrote becomes the one spill ``evaluate_spilled`` reads)."""
+    from mlnb.metrics.streaming import ScoreSpill
+
+    parts = [part for part in (ScoreSpill.open(path) for path in parts) if part.n_documents]
+    if not parts:
+        raise MlnbError("no test documents: every document went to the training part")
+    return ScoreSpill.concatenate(parts, folder)

@@ -1,0 +1,177 @@
+"""Memory a study needs, estimated before anything is allocated, against what the machine has.
+
+A key such as ``data.synthetic.n_documents = 10**9`` or ``eval.roc_points = 10**5`` is valid on its
+own (the config schema only bounds it far above any real corpus), yet the run it asks for may not
+fit: it would end in a MemoryError traceback, or swap for hours. ``check_budget`` adds up the large
+arrays of a run from the config (and, once the data are loaded, from their real shape) and refuses
+with one line naming the key that drives the largest part, the estimate and the memory available.
+
+The large arrays, in bytes (n documents, nnz stored values, V features, K categories, M models):
+
+    X            16·nnz        CSR float32 values + int32 indices, about twice (the split and the
+                               feature transform copy it)
+    W            16·V·K·M      per model: float32 W, and its optimiser's or counts' arrays beside it
+    scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics
+    ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
+    processes    150 MB·n_jobs per model kind fitting categories in parallel (one interpreter each)
+
+The estimate is deliberately a lower bound of what a run needs: when it already exceeds the available
+memory the run cannot succeed, and a run it admits may still be refused later by the real shapes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from mlnb.errors import MlnbError
+
+#: what one worker process of joblib costs before it holds any data (numpy, scipy, scikit-learn)
+WORKER_BYTES = 150 * 2**20
+#: the RCV1-v2 corpus, as the rcv1 and lyrl2004 sources hold it
+RCV1_DOCUMENTS, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ = 804_414, 47_236, 103, 60_915_113
+RCV1_TRAIN = 23_149
+
+
+class DataShape(NamedTuple):
+    """What the memory of a run depends on; None where it is not known before reading the data."""
+
+    n_train: int | None
+    n_test: int | None
+    n_features: int | None
+    n_categories: int | None
+    nnz: int | None  # stored values of X, train and test
+
+
+@dataclass(frozen=True)
+class Need:
+    """One large array (or group of arrays) of a run: its size and the key that sets it."""
+
+    what: str
+    bytes: float
+    key: str  # 'data.synthetic.n_documents = 1000000000'
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation without swapping: Linux's MemAvailable, else
+    the free physical pages (POSIX), else None (then nothing is refused)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def human(n_bytes: float) -> str:
+    """1234567890 -> '1.1 GiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n_bytes < 1024 or unit == "PiB":
+            return f"{n_bytes:.0f} {unit}" if unit == "B" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} PiB"  # unreachable
+
+
+def data_shape(config) -> tuple[DataShape, dict]:
+    """The data's shape as far as the config tells before reading anything, and for each of
+    n_documents / n_features / n_categories the key that set it (for the message)."""
+    data = config.data
+    source = data.source
+    test_share = data.test_fraction
+    keys = {}
+    if source == "synthetic":
+        s = data.synthetic
+        n = s.n_documents
+        n_test = round(n * test_share)
+        keys = {"n_documents": f"data.synthetic.n_documents = {n}",
+                "n_features": f"data.synthetic.n_features = {s.n_features}",
+                "n_categories": f"data.synthetic.n_categories = {s.n_categories}",
+                "nnz": f"data.synthetic.n_documents = {n}"}
+        shape = DataShape(n - n_test, n_test, s.n_features, s.n_categories, int(n * s.words_per_document))
+    elif source in ("rcv1", "lyrl2004"):
+        s = getattr(data, source)
+        if s.split == "random":
+            n_test = s.test_size or round(RCV1_DOCUMENTS * test_share)
+            n_train = s.train_size or RCV1_DOCUMENTS - n_test
+        else:
+            n_train, n_test = RCV1_TRAIN, RCV1_DOCUMENTS - RCV1_TRAIN
+            if s.split == "swapped":
+                n_train, n_test = n_test, n_train
+        keys = {"n_documents": f"data.{source}.split = {s.split!r}", "nnz": f"data.source = {source!r}",
+                "n_features": f"data.source = {source!r}", "n_categories": f"data.source = {source!r}"}
+        shape = DataShape(n_train, n_test, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ)
+    else:  # files: only what the config states; the rest is known once they are read
+        V = K = None
+        if source == "svmlight":
+            V, K = data.svmlight.n_features or None, data.svmlight.n_categories or None
+            keys = {"n_features": f"data.svmlight.n_features = {V}", "n_categories": f"data.svmlight.n_categories = {K}"}
+        if source in ("text", "reuters21578") and config.features.vectorizer == "hashing":
+            V = config.features.hash_features
+            keys = {"n_features": f"features.hash_features = {V}"}
+        shape = DataShape(None, None, V, K, None)
+    if config.features.max_features and shape.n_features:
+        shape = shape._replace(n_features=min(shape.n_features, config.features.max_features))
+    return shape, keys
+
+
+def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
+    """The large arrays of a run of ``config`` on data of ``shape`` (see the module docstring)."""
+    keys = keys or {}
+    models = config.study_models()
+    M = len(models)
+    n_train, n_test, V, K, nnz = shape
+    needs = []
+
+    def key(name: str, fallback: str) -> str:
+        return keys.get(name) or fallback
+
+    if nnz:
+        needs.append(Need(f"X ({nnz} stored values)", 16.0 * nnz, key("nnz", "the data's size")))
+    if V:  # a study has at least one category: with K unknown, V·1 is still a lower bound
+        larger = "n_features" if not K or (V / RCV1_FEATURES) >= (K / RCV1_CATEGORIES) else "n_categories"
+        needs.append(Need(f"W ({V} features × {K or 1} categories × {M} models)", 16.0 * V * (K or 1) * M,
+                          key(larger, f"the data's {larger.replace('n_', '')}")))
+    if n_test and K:
+        needs.append(Need(f"test scores ({n_test} documents × {K} categories × {M} models)", 12.0 * n_test * K * M,
+                          key("n_documents", "the number of test documents")))
+    if K:
+        points = config.eval.roc_points
+        needs.append(Need(f"ROC grids ({K} categories × {points} points × {M} models)", 16.0 * K * points * M,
+                          f"eval.roc_points = {points}"))
+    for spec in models:
+        n_jobs = getattr(spec.options, "n_jobs", 1)
+        if isinstance(n_jobs, int) and n_jobs > 1:
+            needs.append(Need(f"{n_jobs} worker processes of {spec.name}", float(WORKER_BYTES * n_jobs),
+                              f"models.{spec.name}.n_jobs = {n_jobs}"))
+    return needs
+
+
+def check_budget(config, shape: DataShape | None = None, available: int | None = None) -> None:
+    """Refuse, in one line, a run whose estimated memory exceeds the memory available.
+
+    ``shape`` = None: the shape the config states (before any data is read); pass the loaded data's
+    shape for the exact check. ``available`` = None: ``available_memory()``; when that is unknown
+    nothing is refused.
+    """
+    keys = {}
+    if shape is None:
+        shape, keys = data_shape(config)
+    available = available_memory() if available is None else available
+    if available is None:
+        return
+    needs = estimate(config, shape, keys)
+    total = sum(need.bytes for need in needs)
+    if total <= available:
+        return
+    largest = max(needs, key=lambda need: need.bytes)
+    parts = ", ".join(f"{need.what} {human(need.bytes)}" for need in sorted(needs, key=lambda need: -need.bytes)[:3])
+    name, _, value = largest.key.partition(" = ")
+    remedy = f"; lower {name}" if value.split(" ")[0].isdigit() else ""
+    raise MlnbError(f"{largest.key}: the run needs at least {human(total)} of memory ({parts}), more than the "
+                    f"{human(available)} available{remedy}")

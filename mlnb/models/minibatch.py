@@ -1,0 +1,309 @@
+r"""The parts of the minibatch engine around its step kernel, split the way BIDMach splits a learner.
+
+* Minibatch sources — where the minibatches (X_B, Y_B) of one pass come from:
+
+  - ``InMemorySource``: the rows of one CSR matrix, visited in the order ``rng.permutation(n)``
+    (a new one every pass, from the trainer's seeded generator) or in order, cut into
+    contiguous slices of ``batch_size``;
+  - ``ChunkStreamSource``: the chunks of a stream (``make_chunks()`` is called once per pass and
+    returns an iterable of chunks, each with ``.X`` (m × V, CSR float32) and ``.Y`` (m × K, CSR
+    0/1)), read ``buffer_chunks`` chunks at a time; the documents of a buffer are visited in the
+    order ``rng.permutation(n_buffer)`` (or in order) and cut into minibatches of ``batch_size``,
+    a short remainder being carried over to the front of the next buffer's first minibatch.
+
+  A minibatch is X_B CSR float32 with sorted int32 indices and Y_B CSR int8, what the kernels of
+  ``_glm_kernels`` take; only one buffer (plus one minibatch) is in memory at a time.
+
+  What shuffling within a buffer changes. A global permutation makes every minibatch a uniform
+  sample of the whole corpus, so consecutive gradients are unbiased and independent; a buffer
+  of b documents only mixes documents that are at most b apart in the stream. If the stream is
+  in a meaningful order (by date, by source, by category), minibatches from one buffer share it:
+  the gradient drifts with the stream (a bias that AdaGrad's early, large steps amplify, and the
+  last buffers of a pass pull the weights towards their part of the data), and consecutive
+  passes see the same groups of documents together. For a stream already in random order,
+  buffer shuffling costs nothing; the larger the buffer, the closer to a global permutation,
+  and with a buffer holding the whole stream it *is* the global permutation: the minibatches
+  are those of ``InMemorySource`` on the concatenated chunks, drawn from the same generator.
+
+* ``Updater``: the update rule (AdaGrad or SGD), its hyperparameters and its state — the
+  AdaGrad sums S (V × K) and S_b (K,) and the step count t — which can be saved and restored.
+
+* ``average_states``: parameter mixing of several trainers' states (for data-parallel training).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from itertools import islice
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from mlnb._numba import HAVE_NUMBA, njit
+from mlnb.errors import MlnbError
+from mlnb.models._glm_kernels import PREFETCH_AHEAD
+
+if HAVE_NUMBA:
+    from mlnb.models._glm_kernels import prefetch_span
+
+UPDATERS = ("adagrad", "sgd")
+
+
+class Minibatch(NamedTuple):
+    """X_B (m × V, CSR float32, sorted int32 indices) and Y_B (m × K, CSR int8 0/1)."""
+
+    X: sp.csr_matrix
+    Y: sp.csr_matrix
+
+
+if HAVE_NUMBA:
+
+    @njit(cache=True)
+    def _take_rows(indptr, indices, data, rows):
+        """(indptr, indices, data) of the rows ``rows`` of a CSR matrix, in that order, int32 indexed."""
+        out_indptr = np.empty(rows.size + 1, dtype=np.int32)
+        out_indptr[0] = 0
+        for ii in range(rows.size):
+            r = rows[ii]
+            out_indptr[ii + 1] = out_indptr[ii] + (indptr[r + 1] - indptr[r])
+        out_indices = np.empty(out_indptr[rows.size], dtype=np.int32)
+        out_data = np.empty(out_indptr[rows.size], dtype=data.dtype)
+        for ii in range(rows.size):
+            if ii + PREFETCH_AHEAD < rows.size:  # rows are scattered in memory: fetch a few ahead
+                ahead = rows[ii + PREFETCH_AHEAD]
+                prefetch_span(indices, indptr[ahead], indptr[ahead + 1])
+                prefetch_span(data, indptr[ahead], indptr[ahead + 1])
+            r = rows[ii]
+            start, end, q = indptr[r], indptr[r + 1], out_indptr[ii]
+            out_indices[q:q + end - start] = indices[start:end]
+            out_data[q:q + end - start] = data[start:end]
+        return out_indptr, out_indices, out_data
+
+
+def take_rows(A: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
+    """The rows ``rows`` of CSR A (a copy, int32 indices, sorted if A's are)."""
+    if not HAVE_NUMBA:  # pragma: no cover
+        return A[rows]
+    if A.nnz > np.iinfo(np.int32).max and np.diff(A.indptr)[rows].sum() > np.iinfo(np.int32).max:
+        raise MlnbError(f"a minibatch of {rows.size} documents holds 2^31 or more non-zeros; lower batch_size")
+    indptr, indices, data = _take_rows(A.indptr, A.indices, A.data, rows)
+    return sp.csr_matrix((data, indices, indptr), shape=(rows.size, A.shape[1]))
+
+
+class InMemorySource:
+    """The minibatches of one pass over in-memory X (n × V, CSR float32) and Y (n × K, CSR int8):
+    rows ``rng.permutation(n)`` (or 0..n−1 without a generator), cut into slices of batch_size."""
+
+    def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, batch_size: int):
+        self.X = X if X.has_sorted_indices else X.sorted_indices()
+        self.Y = Y
+        self.batch_size = batch_size
+        self.n_documents = X.shape[0]
+        # (N (K,), n) of the documents loaded together: here all of them
+        self.buffer_counts = (np.bincount(Y.indices, minlength=Y.shape[1]).astype(np.float64), X.shape[0])
+
+    def minibatches(self, rng: np.random.Generator | None):
+        n = self.n_documents
+        order = rng.permutation(n) if rng is not None else np.arange(n)
+        for start in range(0, n, self.batch_size):
+            rows = order[start:start + self.batch_size]
+            yield Minibatch(take_rows(self.X, rows), take_rows(self.Y, rows))
+
+
+def _chunk_parts(chunk):
+    """(X, Y, where) of a chunk: an object with .X and .Y (and optionally .where and .first_line,
+    for messages), or an (X, Y) pair."""
+    if isinstance(chunk, tuple) and len(chunk) == 2:
+        return chunk[0], chunk[1], "a chunk"
+    where = getattr(chunk, "where", None)
+    first_line = getattr(chunk, "first_line", None)
+    place = "a chunk" if where is None else f"{where}" + ("" if first_line is None else f", line {first_line}")
+    return chunk.X, chunk.Y, place
+
+
+class ChunkStreamSource:
+    """The minibatches of one pass over a stream of chunks (``make_chunks()`` is called once per
+    pass), shuffled within buffers of ``buffer_chunks`` chunks (see the module docstring).
+
+    Each chunk is checked: X (m × n_features) CSR float32, Y (m × n_categories) 0/1, and with
+    ``one_hot`` exactly one label per row; a bad one raises ``MlnbError`` naming where it came
+    from (the chunk's ``where`` and ``first_line``)."""
+
+    def __init__(self, make_chunks: Callable[[], Iterable], n_features: int, n_categories: int,
+                 batch_size: int, buffer_chunks: int = 1, one_hot: bool = False):
+        if not callable(make_chunks):
+            raise MlnbError("make_chunks must be a function that returns an iterable of chunks (called once per "
+                            f"pass), got {type(make_chunks).__name__}")
+        if not (isinstance(buffer_chunks, (int, np.integer)) and buffer_chunks >= 1):
+            raise MlnbError(f"buffer_chunks must be an integer >= 1, got {buffer_chunks!r}")
+        self.make_chunks = make_chunks
+        self.n_features, self.n_categories = n_features, n_categories
+        self.batch_size = batch_size
+        self.buffer_chunks = int(buffer_chunks)
+        self.one_hot = one_hot
+        self.buffer_counts = None  # (N (K,), n) of the current buffer, once one is read
+
+    def _checked(self, chunk) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        X, Y, place = _chunk_parts(chunk)
+        if not (sp.issparse(X) and sp.issparse(Y)):
+            raise MlnbError(f"{place}: a chunk's X and Y must be scipy sparse matrices, got "
+                            f"{type(X).__name__} and {type(Y).__name__}")
+        X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
+        if X.shape[1] != self.n_features or Y.shape[1] != self.n_categories or X.shape[0] != Y.shape[0]:
+            raise MlnbError(f"{place}: chunk X is {X.shape} and Y {Y.shape}; expected (m, {self.n_features}) "
+                            f"and (m, {self.n_categories}) with the same m")
+        if X.dtype != np.float32 or not np.isfinite(X.data).all():
+            raise MlnbError(f"{place}: chunk X must be finite float32, got {X.dtype}"
+                            + ("" if X.dtype != np.float32 else " with NaN or infinite values"))
+        if not X.has_sorted_indices:
+            X = X.sorted_indices()
+        if Y.nnz and not np.all((Y.data == 0) | (Y.data == 1)):
+            raise MlnbError(f"{place}: chunk Y must hold only 0 and 1")
+        if Y.dtype != np.int8 or np.any(Y.data == 0):
+            Y = Y.copy()
+            Y.eliminate_zeros()
+            Y = Y.astype(np.int8)
+        if self.one_hot:
+            per_row = np.diff(Y.indptr)
+            bad = np.flatnonzero(per_row != 1)
+            if bad.size:
+                raise MlnbError(f"{place}: multiclass Y must have exactly one label per row; row {bad[0]} of the "
+                                f"chunk has {per_row[bad[0]]}")
+        return X, Y
+
+    def minibatches(self, rng: np.random.Generator | None):
+        chunks = iter(self.make_chunks())
+        pending: list[Minibatch] = []  # the start of the next minibatch, fewer than batch_size rows
+        pending_rows = 0
+        while True:
+            parts = [self._checked(chunk) for chunk in islice(chunks, self.buffer_chunks)]
+            if not parts:
+                break
+            X = sp.vstack([X for X, _ in parts], format="csr") if len(parts) > 1 else parts[0][0]
+            Y = sp.vstack([Y for _, Y in parts], format="csr") if len(parts) > 1 else parts[0][1]
+            del parts
+            n = X.shape[0]
+            # the first buffer's category counts give b's start when no counts were given
+            self.buffer_counts = (np.bincount(Y.indices, minlength=self.n_categories).astype(np.float64), n)
+            order = rng.permutation(n) if rng is not None else np.arange(n)
+            start = 0
+            while start < n:
+                rows = order[start:start + self.batch_size - pending_rows]
+                start += rows.size
+                part = Minibatch(take_rows(X, rows), take_rows(Y, rows))
+                if not pending and rows.size == self.batch_size:
+                    yield part
+                    continue
+                pending.append(part)
+                pending_rows += rows.size
+                if pending_rows == self.batch_size:
+                    yield _stacked(pending)
+                    pending, pending_rows = [], 0
+        if pending:
+            yield _stacked(pending)
+
+
+def _stacked(parts: list[Minibatch]) -> Minibatch:
+    if len(parts) == 1:
+        return parts[0]
+    return Minibatch(sp.vstack([p.X for p in parts], format="csr"), sp.vstack([p.Y for p in parts], format="csr"))
+
+
+class Updater:
+    r"""An update rule, its hyperparameters, and its state.
+
+        adagrad:  S += G²,   W −= lrate · t^(−texp) · G / ((S/t)^vexp + ε)
+        sgd:                 W −= lrate · t^(−texp) · G
+
+    (and the same for b with g_b and S_b), where G includes l2·W + l1·sign(W). State: S
+    (V × K float32, AdaGrad only; None with sgd), S_b (K,) and t, the number of steps taken
+    (the kernels increment it before each step, so the first step has t = 1).
+    """
+
+    def __init__(self, rule: str, lrate: np.ndarray, texp: float, vexp: float, epsilon: float, l1: float,
+                 l2: float, n_features: int, n_categories: int):
+        if rule not in UPDATERS:
+            raise MlnbError(f"updater must be one of {UPDATERS}, got {rule!r}")
+        self.rule = rule
+        self.adagrad = rule == "adagrad"
+        self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
+        self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
+        # sgd never reads S: an empty placeholder instead of V × K zeros
+        self.S = np.zeros((n_features if self.adagrad else 0, n_categories), dtype=np.float32)
+        self.Sb = np.zeros(n_categories, dtype=np.float32)
+        self.t = 0
+
+    def configure(self, lrate: np.ndarray, texp: float, vexp: float, epsilon: float, l1: float, l2: float) -> None:
+        """New hyperparameters for the steps to come (the state stays)."""
+        self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
+        self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
+
+    def get_state(self) -> dict:
+        """{"S": copy of S (None with sgd), "Sb": copy of S_b, "t": t}."""
+        return {"S": self.S.copy() if self.adagrad else None, "Sb": self.Sb.copy(), "t": self.t}
+
+    def set_state(self, state: dict) -> None:
+        """Restore S, S_b and t from ``get_state()`` (copied; shapes must match)."""
+        if self.adagrad:
+            S = state.get("S")
+            if S is None or np.shape(S) != self.S.shape:
+                raise MlnbError(f"the state's S must be a {self.S.shape} array for updater 'adagrad', got "
+                                f"{None if S is None else np.shape(S)}")
+            self.S = np.array(S, dtype=np.float32, order="C", copy=True)
+        Sb = np.array(state["Sb"], dtype=np.float32, copy=True)
+        if Sb.shape != self.Sb.shape:
+            raise MlnbError(f"the state's Sb must have shape {self.Sb.shape}, got {Sb.shape}")
+        t = state["t"]
+        if not (np.isfinite(t) and t >= 0):
+            raise MlnbError(f"the state's step count t must be a finite number >= 0, got {t!r}")
+        self.Sb, self.t = Sb, t
+
+
+#: the entries of a state (``LogisticRegression.get_state()``) that ``average_states`` averages
+AVERAGED = ("weights", "bias", "S", "Sb", "t")
+
+
+def average_states(states: list[dict], weights=None) -> dict:
+    r"""Parameter mixing (Zinkevich et al. 2010; McDonald et al. 2010): the weighted mean of several
+    trainers' states, e.g. one per worker after each ran a pass on its own part of the data.
+
+        W = Σ_w λ_w·W_w,  b = Σ_w λ_w·b_w,  S = Σ_w λ_w·S_w,  S_b = Σ_w λ_w·S_b,w,  t = Σ_w λ_w·t_w
+
+    with λ = weights / Σ weights (equal by default; e.g. the documents each worker saw).
+    Why the AdaGrad sums are averaged too: with W, S/t is each weight's mean squared gradient,
+    the scale AdaGrad divides by. Averaging S and t keeps that scale what one trainer would
+    have (S/t of the mean ≈ the mean of the S_w/t_w when the t_w are alike); summing them would
+    make the next steps as small as if one trainer had taken all the workers' steps, while W —
+    an average, not a sum of the workers' moves — has moved only as far as one of them. t is
+    then the (possibly fractional) mean step count. Everything else (the shuffling generator,
+    the pass count, the divergence reference, ...) is the first state's.
+    The mean is accumulated in float64 and stored as float32, so the mean of identical states
+    is each of them exactly.
+    """
+    states = list(states)
+    if not states:
+        raise MlnbError("average_states needs at least one state")
+    lam = np.full(len(states), 1.0) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    if lam.shape != (len(states),) or not (np.isfinite(lam).all() and (lam >= 0).all() and lam.sum() > 0):
+        raise MlnbError(f"weights must be {len(states)} finite numbers >= 0, not all 0, got {weights!r}")
+    lam = lam / lam.sum()
+    first = states[0]
+    mixed = dict(first)
+    for key in AVERAGED:
+        values = [state[key] for state in states]
+        if key == "S" and all(value is None for value in values):  # sgd: no sums
+            continue
+        shapes = {np.shape(value) for value in values}
+        if any(value is None for value in values) or len(shapes) != 1:
+            raise MlnbError(f"the states' {key} differ in shape ({sorted(map(str, shapes))}); only states of "
+                            "the same model (features, categories, updater) can be averaged")
+        if key == "t":
+            mean_t = float(np.dot(lam, values))
+            mixed["t"] = int(values[0]) if all(value == values[0] for value in values) else mean_t
+            continue
+        total = np.zeros(shapes.pop(), dtype=np.float64)
+        for weight, value in zip(lam, values):
+            total += weight * np.asarray(value, dtype=np.float64)
+        mixed[key] = total.astype(np.float32)
+    return mixed

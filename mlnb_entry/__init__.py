@@ -1,0 +1,35 @@
+"""The ``mlnb`` command's entry point: Ctrl-C and SIGTERM are handled from the first instant.
+
+Importing mlnb (numpy, scipy, scikit-learn, numba) takes one to two seconds, and a signal in that
+time used to end in a KeyboardInterrupt traceback. This package lies outside ``mlnb`` (importing
+anything inside it runs ``mlnb/__init__`` and its heavy imports first) and imports nothing heavy:
+it installs the handlers, then imports the CLI, whose commands install their own (which clean up
+a results folder being written) and give these back when they end. Either way a signal ends the
+command with one line ``interrupted`` and exit code 128 + the signal's number (130, 143).
+"""
+
+import os
+import signal
+import sys
+
+WATCHED = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interrupted_at_start_up(signum, frame):
+    # nothing is written yet and nothing needs cleaning up: say so and leave at once (os._exit:
+    # a half-imported interpreter should not run its exit handlers)
+    sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
+    os._exit(128 + signum)
+
+
+def main():
+    for signum in WATCHED:
+        signal.signal(signum, _interrupted_at_start_up)
+    from mlnb.cli import main as cli_main
+
+    return cli_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The Dask backend on a real LocalCluster with two worker processes."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+
+from mlnb.backends.dask import DaskBackend  # noqa: E402
+from mlnb.backends.local import LocalBackend  # noqa: E402
+from mlnb.errors import MlnbError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def backend():
+    with DaskBackend(n_workers=2, threads_per_worker=1, timeout=60, retries=1) as dask_backend:
+        yield dask_backend
+
+
+def _partition_sum(partition, scale):
+    rng = np.random.default_rng(partition)
+    return rng.random(1000) * scale
+
+
+def _add(a, b):
+    return a + b
+
+
+def test_map_reduce_is_bit_identical_to_the_local_backend(backend):
+    partitions = list(range(7))
+    scale = np.full(1000, 1.1)  # scattered once: an array argument
+    on_dask = backend.map_reduce(_partition_sum, partitions, scale, combine=_add)
+    here = LocalBackend().map_reduce(_partition_sum, partitions, scale, combine=_add)
+    assert np.array_equal(on_dask, here)  # the same tree, so the same float additions
+    assert backend.map(_partition_sum, [3], scale)[0].tolist() == _partition_sum(3, scale).tolist()
+
+
+def test_the_two_workers_both_work(backend):
+    assert backend.n_workers == 2
+    pids = set(backend.map(lambda p: os.getpid(), range(8)))  # noqa: ARG005
+    assert os.getpid() not in pids
+
+
+def _fails(partition):
+    raise MlnbError(f"shard-{partition}.npz: line 3: a corrupt chunk")
+
+
+def test_an_error_inside_a_task_arrives_as_its_own_one_line_message(backend):
+    with pytest.raises(MlnbError, match=r"^shard-\d\.npz: line 3: a corrupt chunk$"):
+        backend.map(_fails, [1, 2])
+
+
+def _dies_once(partition, marker_folder):
+    marker = Path(marker_folder) / f"died-{partition}"
+    if partition == 1 and not marker.exists():
+        marker.write_text("")
+        os._exit(1)  # the worker process dies mid-task
+    return partition * 10
+
+
+def test_a_worker_that_dies_mid_pass_is_replaced_and_the_task_rerun(backend, tmp_path, capsys):
+    from mlnb import progress
+
+    progress.enable(True)
+    try:
+        assert backend.map(_dies_once, [0, 1, 2], str(tmp_path)) == [0, 10, 20]
+    finally:
+        progress.enable(False)
+    assert (tmp_path / "died-1").exists()  # it did die once
+
+
+def _always_dies(partition):
+    os._exit(1)
+
+
+def test_a_task_that_kills_every_worker_is_given_up_in_one_line(backend):
+    with pytest.raises(MlnbError) as error:
+        backend.map(_always_dies, [0])
+    message = str(error.value)
+    assert "\n" not in message and "given up" in message and "engine.retries = 1" in message
+
+
+def test_an_unreachable_scheduler_is_one_line():
+    with pytest.raises(MlnbError, match=r"^engine.address = 'tcp://127.0.0.1:9': no Dask scheduler answered within 1 s"):
+        DaskBackend(address="tcp://127.0.0.1:9", timeout=1)

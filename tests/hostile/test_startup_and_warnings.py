@@ -1,0 +1,55 @@
+"""Ctrl-C and SIGTERM while the command is still importing end in one line, not a traceback; input
+that is accepted but worth knowing about (a label only in the test file) is one warning line and is
+recorded in the results."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mlnb.cli import app
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_the_imports(tmp_path, signum, code):
+    """0.2 s after start the interpreter is importing numpy, scipy, scikit-learn (1-2 s in all)."""
+    process = subprocess.Popen([sys.executable, "-m", "mlnb_entry", "run", str(PROJECT / "configs" / "quickstart.toml"),
+                                "--out", str(tmp_path / "out"), "--quiet"], cwd=PROJECT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stderr, stdout) == (code, "interrupted\n", "")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_entry_point_runs_the_cli(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mlnb_entry", "run", str(tmp_path / "none.toml")], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"error: {tmp_path / 'none.toml'}: no such config file\n"
+
+
+def test_a_label_only_in_the_test_file_is_a_warning_and_a_listed_category(tmp_path, tiny_config):
+    train = "text,label\n" + "".join(f"{w} word{i},{'a' if i % 2 else 'b'}\n" for i, w in enumerate(["x", "y"] * 6))
+    (tmp_path / "train.csv").write_text(train)
+    (tmp_path / "test.csv").write_text(train.replace(",b\n", ",=new\n", 2))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(tiny_config), "--out", str(out), "--quiet", "--set", "data.source=text",
+                                      "--set", f"data.text.path={tmp_path / 'train.csv'}",
+                                      "--set", f"data.text.test_path={tmp_path / 'test.csv'}"])
+    assert result.exit_code == 0, result.output
+    warning_lines = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert warning_lines == [f"warning: {tmp_path / 'test.csv'}: 1 label(s) occur only in the test part: '=new'; kept "
+                             "as categories without training documents (no model can learn them; listed as untrainable)"]
+    (folder,) = (out / "tiny").iterdir()
+    summary = json.loads((folder / "summary.json").read_text())
+    assert "=new" in json.dumps(summary)  # recorded, as every category without training documents
+    assert "=new" in (folder / "report.md").read_text()
