@@ -402,7 +402,9 @@ class SvmlightSource(ChunkSource):
         self.n_features = int(n_features)
         self.category_names = names if names is not None else [str(k) for k in range(n_categories)]
         self.feature_names = None
-        self.name = name or Path(self.paths[0]).name.split(".")[0]
+        # one file: its name; several (a glob of shards): the first's, marked as the first of n
+        first = Path(self.paths[0]).name.split(".")[0]
+        self.name = name or (first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} files)")
 
     def partitions(self) -> list[Partition]:
         single = len(self.paths) == 1
@@ -816,7 +818,9 @@ class TextSource(ChunkSource):
             self.feature_names = [None] * self.n_features
             for term, j in self.vocabulary.items():
                 self.feature_names[j] = term
-        self.name = name or Path(self.paths[0]).name.split(".")[0]
+        # one file: its name; several (a glob of shards): the first's, marked as the first of n
+        first = Path(self.paths[0]).name.split(".")[0]
+        self.name = name or (first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} files)")
 
     def partitions(self) -> list[Partition]:
         single = len(self.paths) == 1

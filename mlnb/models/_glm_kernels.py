@@ -234,6 +234,15 @@ if HAVE_NUMBA:
 
         return signature, codegen
 
+    def _emit_prefetch(builder, pointer) -> None:
+        """llvm.prefetch(pointer, read, high locality, data cache)."""
+        byte_pointer = ir.IntType(8).as_pointer()
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer] + [ir.IntType(32)] * 3),
+            "llvm.prefetch.p0i8")
+        read, keep, data_cache = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
+        builder.call(prefetch, [builder.bitcast(pointer, byte_pointer), read, keep, data_cache])
+
     @intrinsic
     def _prefetch(typingctx, matrix, row, column):
         """Ask the CPU to bring the cache line of matrix[row, column] closer (no effect on results)."""
@@ -245,12 +254,7 @@ if HAVE_NUMBA:
             at = [context.cast(builder, value, value_type, types.intp)
                   for value, value_type in zip(args[1:], sig.args[1:])]
             pointer = cgutils.get_item_pointer(context, builder, matrix_type, array, at)
-            byte_pointer = ir.IntType(8).as_pointer()
-            prefetch = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer] + [ir.IntType(32)] * 3),
-                "llvm.prefetch.p0i8")
-            read, keep, data_cache = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
-            builder.call(prefetch, [builder.bitcast(pointer, byte_pointer), read, keep, data_cache])
+            _emit_prefetch(builder, pointer)
             return context.get_dummy_value()
 
         return signature, codegen
@@ -265,12 +269,7 @@ if HAVE_NUMBA:
             array = context.make_array(vector_type)(context, builder, args[0])
             at = [context.cast(builder, args[1], sig.args[1], types.intp)]
             pointer = cgutils.get_item_pointer(context, builder, vector_type, array, at)
-            byte_pointer = ir.IntType(8).as_pointer()
-            prefetch = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer] + [ir.IntType(32)] * 3),
-                "llvm.prefetch.p0i8")
-            read, keep, data_cache = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
-            builder.call(prefetch, [builder.bitcast(pointer, byte_pointer), read, keep, data_cache])
+            _emit_prefetch(builder, pointer)
             return context.get_dummy_value()
 
         return signature, codegen
