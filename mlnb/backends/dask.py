@@ -112,9 +112,12 @@ class DaskBackend:
     # -- work ------------------------------------------------------------------------------
     def _scatter(self, args: tuple) -> list:
         """Arguments shared by every task: sent to every worker once, not once per task."""
-        return [self.client.scatter(arg, broadcast=True, hash=False) if _is_large(arg) else arg for arg in args]
+        # in a list: scatter would send a dict's values one by one, under its keys as names
+        return [self.client.scatter([arg], broadcast=True, hash=False)[0] if _is_large(arg) else arg for arg in args]
 
     def _collect(self, futures, description: str, partitions: Sequence):
+        from concurrent.futures import CancelledError
+
         from distributed import KilledWorker
 
         before = self._workers()
@@ -125,6 +128,9 @@ class DaskBackend:
             raise MlnbError(f"engine: {description}: a task ({key}) was given up after killing {self.retries + 1} "
                             f"Dask worker(s) (engine.retries = {self.retries}); the workers may be out of memory "
                             "— see their logs") from None
+        except CancelledError as error:  # its inputs were lost with a worker more often than retries allow
+            raise MlnbError(f"engine: {description}: a task was cancelled by the Dask scheduler ({error}); a worker "
+                            "was probably lost — see the workers' logs, or raise engine.retries") from None
         except (OSError, TimeoutError) as error:  # the scheduler went away
             raise MlnbError(f"engine: lost the Dask scheduler during {description} ({error})") from None
         finally:
@@ -146,10 +152,20 @@ class DaskBackend:
         """The partitions' results combined on the workers, in ``tree_reduce``'s shape; only the
         final value comes here."""
         shared = self._scatter(args)
-        futures = (self.client.submit(function, partition, *shared, pure=False, retries=self.retries)
-                   for partition in partitions)
-        root = tree_reduce(futures, lambda a, b: self.client.submit(combine, a, b, pure=False, retries=self.retries))
-        return self._collect(root, description, partitions)
+        # every future is held until the end: a released one cannot be recomputed if a worker that held
+        # its result is lost (the scheduler then cancels its dependents: "lost dependencies")
+        held = []
+
+        def submit(*arguments):
+            held.append(self.client.submit(*arguments, pure=False, retries=self.retries))
+            return held[-1]
+
+        root = tree_reduce((submit(function, partition, *shared) for partition in partitions),
+                           lambda a, b: submit(combine, a, b))
+        try:
+            return self._collect(root, description, partitions)
+        finally:
+            held.clear()
 
 
 def _is_large(value) -> bool:
@@ -157,9 +173,7 @@ def _is_large(value) -> bool:
 
     if isinstance(value, np.ndarray):
         return value.nbytes > 100_000
-    if isinstance(value, dict):
-        return bool(value)  # scattering an empty dict fails, and it is small anyway
-    return hasattr(value, "__dict__")
+    return isinstance(value, dict) or hasattr(value, "__dict__")
 
 
 def _token() -> str:
