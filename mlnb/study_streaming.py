@@ -24,7 +24,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm
 from sklearn.base import clone
 
 from mlnb import progress
@@ -37,8 +36,9 @@ from mlnb.data.stream_config import open_streams
 from mlnb.decision import fit_decision_rule
 from mlnb.errors import MlnbError
 from mlnb.metrics.comparison import comparison_from_tests
-from mlnb.metrics.significance import delong_covariance, delong_tests_by_column
+from mlnb.metrics.significance import delong_tests_by_column
 from mlnb.metrics.streaming import ScoreSpill, evaluate_spilled
+from mlnb.metrics.uncertainty import auc_interval
 from mlnb.models import get_kind
 from mlnb.models._linear import prior_log_odds
 from mlnb.models.naive_bayes import NaiveBayes
@@ -137,12 +137,8 @@ def _fit_models(config, backend, train, partitions, counts, seed: int, labels: d
 
 def _auc_intervals(spill: ScoreSpill, level: float) -> np.ndarray:
     """(K, 2) DeLong intervals per category, one column read from disk at a time."""
-    z = norm.ppf(0.5 + level / 2)
-    rows = []
-    for k in range(spill.n_categories):
-        auc, covariance = delong_covariance(spill.label_column(k), np.asarray(spill.scores_column(k)))
-        half = z * np.sqrt(covariance[0, 0])
-        rows.append((float(np.clip(auc[0] - half, 0, 1)), float(np.clip(auc[0] + half, 0, 1))))
+    rows = [auc_interval(spill.label_column(k), np.asarray(spill.scores_column(k)), level)
+            for k in range(spill.n_categories)]
     return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 

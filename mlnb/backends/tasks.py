@@ -74,11 +74,14 @@ class Counter:
     binarize_input: bool = False  # NB-LR: count 1{x > 0} rather than x
 
     def features(self, X):
-        if not self.binarize_input:
-            return X
-        X = X.copy()
-        X.data = (X.data > 0).astype(np.float32)
-        return X
+        return presence(X) if self.binarize_input else X
+
+
+def presence(X):
+    """x̂ = 1{x > 0}, as CSR float32 (a copy: X is the chunk's)."""
+    X = X.copy()
+    X.data = (X.data > 0).astype(np.float32)
+    return X
 
 
 def count_partition(partition: Partition, reading: Reading, counters: dict[str, Counter]) -> TrainingCounts:
@@ -126,10 +129,9 @@ class LogisticJob:
     buffer_chunks: int
 
     def chunks(self, partitions):
-        counter = Counter(None, self.binarize_input)  # only its ``features``
         for partition in partitions:
             for chunk in self.reading.chunks(partition):
-                yield chunk if not self.binarize_input else Chunk(counter.features(chunk.X), chunk.Y, chunk.ids,
+                yield chunk if not self.binarize_input else Chunk(presence(chunk.X), chunk.Y, chunk.ids,
                                                                   chunk.where, chunk.first_line, chunk.lines)
 
 

@@ -306,6 +306,13 @@ def bootstrap_intervals(Y_true, scores, decisions=None, threshold: float = 0.5, 
     return intervals
 
 
+def auc_interval(y, scores, level: float = 0.95) -> tuple[float, float]:
+    """One category's DeLong (Wald) interval of its AUC, clipped to [0, 1]; NaN when undefined."""
+    auc, covariance = delong_covariance(y, scores)
+    half = norm.ppf(0.5 + level / 2) * np.sqrt(covariance[0, 0])
+    return float(np.clip(auc[0] - half, 0, 1)), float(np.clip(auc[0] + half, 0, 1))
+
+
 def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int | None = None) -> np.ndarray:
     """(K, 2) DeLong (Wald) intervals of each category's AUC, clipped to [0, 1]; NaN rows where the
     variance is undefined (fewer than two positives or two negatives)."""
@@ -316,12 +323,8 @@ def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int
     Y = sp.csc_matrix(Y_true if sp.issparse(Y_true) or np.ndim(Y_true) == 2 else np.reshape(Y_true, (-1, 1)))
     if Y.shape != scores.shape:
         raise MlnbError(f"Y_true has shape {Y.shape} but scores has shape {scores.shape}")
-    z = norm.ppf(0.5 + level / 2)
-
     def interval(k: int) -> tuple[float, float]:
-        auc, covariance = delong_covariance(Y[:, [k]].toarray().ravel() != 0, scores[:, k])
-        half = z * np.sqrt(covariance[0, 0])
-        return float(np.clip(auc[0] - half, 0, 1)), float(np.clip(auc[0] + half, 0, 1))
+        return auc_interval(Y[:, [k]].toarray().ravel() != 0, scores[:, k], level)
 
     with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
         rows = list(pool.map(interval, range(scores.shape[1])))
