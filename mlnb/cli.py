@@ -20,10 +20,10 @@ from typing import List, Optional
 import typer
 
 from mlnb import progress
-from mlnb.budget import check_budget
-from mlnb.config import describe_kinds, dump_toml, load_config
 from mlnb.errors import MlnbError, MlnbWarning
-from mlnb.report.folder import check_writable
+
+# Everything else is imported inside the command that needs it: mlnb.config alone imports every model
+# (scikit-learn, numba), a second or two that `mlnb --help` and a mistyped command should not wait for.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Naive Bayes vs logistic regression, one-vs-rest over every category, "
@@ -113,6 +113,9 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
     The folder holds the resolved config.toml, metrics.csv (model x category),
     summary.json, ROC and lift curve tables, plots/*.png and report.md.
     """
+    from mlnb.budget import check_budget
+    from mlnb.config import load_config
+    from mlnb.report.folder import check_writable
     from mlnb.report.results import write_results
     from mlnb.report.tables import format_summary
     from mlnb.study import run_study
@@ -148,6 +151,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
 
     Both must have been evaluated on the same test documents (same data, split and seed).
     """
+    from mlnb.report.folder import check_writable
     from mlnb.report.results import write_comparison
     from mlnb.studies.compare import compare_runs, load_scores
 
@@ -189,7 +193,10 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     --param models.lr.lrate=0.1,0.3,1 --param models.lr.batch_size=100,1000 --set sweep.metric=auc
     --set sweep.category=6
     """
+    from mlnb.budget import check_budget
+    from mlnb.config import load_config
     from mlnb.metrics.evaluation import LOWER_IS_BETTER
+    from mlnb.report.folder import check_writable
     from mlnb.report.results import write_sweep
     from mlnb.studies.sweep import run_sweep
 
@@ -221,6 +228,9 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
           quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
     """Learning curves: every model on growing training samples (several seeds each), test macro AUC,
     micro F1 and mean expected accuracy against training size, and where the compared models' curves cross."""
+    from mlnb.budget import check_budget
+    from mlnb.config import load_config
+    from mlnb.report.folder import check_writable
     from mlnb.report.results import write_curve
     from mlnb.studies.curve import run_curve
 
@@ -262,6 +272,7 @@ def convert(config: Path = typer.Argument(..., help="Study config (TOML) whose [
             quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
     """Write a corpus as binary shards (memory-mapped .npy arrays and a manifest) that a streaming
     study reads ~17× faster than svmlight: data.source = "shards", data.shards.path = OUT."""
+    from mlnb.config import load_config
     from mlnb.data.shards import convert as convert_shards
     from mlnb.data.stream_config import open_source
 
@@ -285,6 +296,8 @@ def show_config(config: Optional[Path] = typer.Argument(None, help="Config file;
                 set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP)) -> None:
     """Print the resolved config (defaults, file, overrides) with every key explained, then every
     model kind with its options."""
+    from mlnb.config import describe_kinds, dump_toml, load_config
+
     try:
         typer.echo(dump_toml(load_config(config, set_ or [])) + "\n" + describe_kinds(), nl=False)
     except MlnbError as error:

@@ -38,7 +38,7 @@ from mlnb.errors import MlnbError
 from mlnb.metrics.comparison import comparison_from_tests
 from mlnb.metrics.significance import delong_tests_by_column
 from mlnb.metrics.streaming import ScoreSpill, evaluate_spilled
-from mlnb.metrics.uncertainty import auc_interval
+from mlnb.metrics.uncertainty import auc_intervals_by_column
 from mlnb.models import get_kind
 from mlnb.models._linear import prior_log_odds
 from mlnb.models.naive_bayes import NaiveBayes
@@ -136,10 +136,9 @@ def _fit_models(config, backend, train, partitions, counts, seed: int, labels: d
 
 
 def _auc_intervals(spill: ScoreSpill, level: float) -> np.ndarray:
-    """(K, 2) DeLong intervals per category, one column read from disk at a time."""
-    rows = [auc_interval(spill.label_column(k), np.asarray(spill.scores_column(k)), level)
-            for k in range(spill.n_categories)]
-    return np.array(rows, dtype=np.float64).reshape(-1, 2)
+    """(K, 2) DeLong intervals per category, read from disk in blocks of columns."""
+    return auc_intervals_by_column(lambda k: (spill.label_column(k), spill.scores_column(k)), spill.n_categories,
+                                   level)
 
 
 def run_streaming_study(config: StudyConfig) -> StudyResult:
@@ -229,7 +228,7 @@ def _result(config, train, counts, fitted, fit_seconds, spills, rules, names, un
         spill_a, spill_b = spills[name_a], spills[name_b]
 
         def column(k: int):
-            return spill_a.label_column(k), np.asarray(spill_a.scores_column(k)), np.asarray(spill_b.scores_column(k))
+            return spill_a.label_column(k), spill_a.scores_column(k), spill_b.scores_column(k)
 
         with progress.status(f"DeLong tests per category, {name_a} against {name_b}"):
             table = delong_tests_by_column(column, len(names))

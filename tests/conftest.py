@@ -1,5 +1,8 @@
 """Shared fixtures: a small synthetic corpus and the real data beside the project."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,3 +28,19 @@ def rcv1_subset():
     from mlnb.data.svmlight import load_svmlight_dataset
 
     return load_svmlight_dataset(RCV1_SUBSET, n_features=47236, seed=0)
+
+
+@pytest.fixture(scope="session")
+def output_with_numba_threads():
+    """``run(script, threads, *args)`` -> the script's stdout split on whitespace, from a subprocess
+    started with NUMBA_NUM_THREADS = threads (it takes effect only at start-up). The scripts print
+    numba.get_num_threads() first, then digests of what must not depend on it."""
+
+    def run(script: str, threads: int, *args: str) -> list[str]:
+        env = {**os.environ, "NUMBA_NUM_THREADS": str(threads)}
+        done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    return run

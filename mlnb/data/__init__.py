@@ -1,12 +1,15 @@
 """Data sources: each builds a :class:`Dataset` (X, Y, names, split)."""
 
-from mlnb.data.arff import load_arff_dataset
-from mlnb.data.dataset import Dataset, random_split
-from mlnb.data.rcv1 import load_lyrl2004, load_rcv1
-from mlnb.data.reuters import load_reuters21578
-from mlnb.data.svmlight import load_svmlight_dataset, read_svmlight
-from mlnb.data.synthetic import make_rcv1_like
-from mlnb.data.text import load_text_dataset
+from mlnb._lazy import lazy_exports
+
+# name -> its module, imported on first use (PEP 562): a study of one source should not import every
+# other source's reader (the RCV1 and svmlight ones import scikit-learn's dataset loaders).
+_EXPORTS = {"load_arff_dataset": "mlnb.data.arff", "Dataset": "mlnb.data.dataset", "random_split": "mlnb.data.dataset",
+            "load_lyrl2004": "mlnb.data.rcv1", "load_rcv1": "mlnb.data.rcv1", "load_reuters21578": "mlnb.data.reuters",
+            "load_svmlight_dataset": "mlnb.data.svmlight", "read_svmlight": "mlnb.data.svmlight",
+            "make_rcv1_like": "mlnb.data.synthetic", "load_text_dataset": "mlnb.data.text"}
 
 __all__ = ["Dataset", "load_arff_dataset", "load_lyrl2004", "load_rcv1", "load_reuters21578",
            "load_svmlight_dataset", "load_text_dataset", "make_rcv1_like", "random_split", "read_svmlight"]
+
+__getattr__, __dir__ = lazy_exports("mlnb.data", _EXPORTS, globals())

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_file
 
 from mlnb.data.dataset import Dataset, RowOrigin
 from mlnb.data.validate import check_features, check_labels, existing_file, existing_folder, place
@@ -295,6 +294,8 @@ def _describe_bad_vector_line(path: Path) -> str | None:
 def read_lyrl_vectors(path: Path) -> tuple[sp.csr_matrix, np.ndarray]:
     """(X, document ids) of one vectors file, through scikit-learn's svmlight reader
     (the document id stands where svmlight has its target)."""
+    from sklearn.datasets import load_svmlight_file  # here: importing sklearn.datasets takes ~0.1 s
+
     try:
         X, ids = load_svmlight_file(str(path), n_features=N_FEATURES, zero_based=False, dtype=np.float32)
     except (ValueError, OSError, EOFError) as error:

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
+from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.data.dataset import Dataset, RowOrigin, random_split
 from mlnb.data.validate import check_features
 from mlnb.errors import MlnbError
@@ -99,7 +100,36 @@ def _zipf_cdf(n: int, exponent: float) -> np.ndarray:
 
 
 def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
-    return np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)
+    """min(#{i : cdf[i] <= u_t}, n − 1) for each u_t in [0, 1): ``np.searchsorted(cdf, u, "right")``, clipped.
+
+    With numba, the same integers without a binary search per value (that search was most of the
+    corpus's generation time): a guide table over M = 2^m ≥ 2n equal buckets of [0, 1) holds, for bucket
+    b, the count of cdf values ≤ b / M. Both u·M and b / M are exact in floating point (M is a power of
+    two), so the bucket b = ⌊u·M⌋ of a value starts at a count that is never too large, and stepping up
+    while cdf[i] <= u ends at the exact count, after n / (2M) ≤ 1/4 steps on average whatever the
+    distribution.
+    """
+    n = cdf.size
+    if not HAVE_NUMBA:
+        return np.minimum(np.searchsorted(cdf, u, side="right"), n - 1)
+    M = 1 << (2 * n - 1).bit_length()  # the power of two ≥ 2n
+    guide = np.searchsorted(cdf, np.arange(M) / M, side="right")
+    drawn = np.empty(u.size, dtype=np.intp)
+    _guided_search(cdf, guide, u, drawn)
+    return drawn
+
+
+if HAVE_NUMBA:
+    @njit(parallel=True, cache=True)
+    def _guided_search(cdf, guide, u, drawn):
+        """drawn[t] = min(#{i : cdf[i] <= u[t]}, n − 1), starting from the guide table's count (``_draw``)."""
+        n = cdf.size
+        M = guide.size
+        for t in prange(u.size):
+            i = guide[np.intp(u[t] * M)]
+            while i < n and cdf[i] <= u[t]:
+                i += 1
+            drawn[t] = min(i, n - 1)
 
 
 class _Corpus:
@@ -218,7 +248,12 @@ def _generate_chunk(corpus: _Corpus, n: int, mean_tokens: float, extra_topics: f
     n_labels = np.diff(Y.indptr)
     label = Y.indices[Y.indptr[doc] + (rng.random(doc.size) * n_labels[doc]).astype(np.int64)]
     words[topical] = corpus.topic_word[label, _draw(corpus.topic_cdf, rng.random(doc.size))]
-    X = sp.csr_matrix((np.ones(token_doc.size, dtype=np.float32), (token_doc, words)),
+    # a document's tokens are consecutive (token_doc is sorted): they are its CSR row as they stand,
+    # with repeated words that sum_duplicates counts (the index dtype scipy's COO conversion would choose)
+    index_dtype = np.int32 if max(token_doc.size, n_features) <= np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(n + 1, dtype=index_dtype)
+    np.cumsum(lengths, out=indptr[1:])
+    X = sp.csr_matrix((np.ones(token_doc.size, dtype=np.float32), words.astype(index_dtype), indptr),
                       shape=(n, n_features))
     X.sum_duplicates()
     return X, Y

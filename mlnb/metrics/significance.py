@@ -56,20 +56,26 @@ information), under H0 the discordant pairs split ½ : ½, so
 and p = 1 when b + c = 0. The max(0, ·) keeps b = c at χ² = 0, p = 1 (the
 uncapped formula would give 1/(b + c)). Symmetric in a and b.
 
+The components, AUCs and variances of many categories are computed in parallel by
+``mlnb.metrics._delong`` (one sort of the smaller class per score column; the AUC as the exact
+integer 2U over 2mn, the variances as compensated sums in document order).
+
 Scores are decision values / log-odds, never probabilities: saturated
 probabilities tie and distort both the AUCs and the components.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.stats import binomtest, chi2, norm, rankdata
+from scipy.stats import binomtest, chi2, norm
 
 from mlnb.errors import MlnbError
+from mlnb.metrics._delong import column_blocks, component_columns, paired_statistics
+from mlnb.metrics.ranking import _positives_by_column
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ MCNEMAR_EXACT_MAX = 25
 
 
 def _labels_and_scores(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """(y (n,) bool, scores (n, k) float64 without NaN)."""
     y = np.asarray(y_true).ravel().astype(bool)
     s = np.asarray(score_matrix, dtype=np.float64)
     s = s.reshape(-1, 1) if s.ndim == 1 else s
@@ -121,14 +128,10 @@ def _labels_and_scores(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _structural_components(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(AUC (k,), V10 (m, k), V01 (n, k)) from midranks, Sun & Xu (2014)."""
-    m, n = int(y.sum()), int(y.size - y.sum())
-    t_z = rankdata(s, method="average", axis=0)
-    t_x = rankdata(s[y], method="average", axis=0)
-    t_y = rankdata(s[~y], method="average", axis=0)
-    v10 = (t_z[y] - t_x) / n
-    v01 = 1.0 - (t_z[~y] - t_y) / m
-    return v10.mean(axis=0), v10, v01
+    """(AUC (k,), V10 (m, k), V01 (n, k)) from midranks, Sun & Xu (2014) (``_delong``)."""
+    components = component_columns(s, np.flatnonzero(y))
+    v10 = components[y]
+    return v10.mean(axis=0), v10, components[~y]
 
 
 def delong_covariance(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
@@ -152,27 +155,28 @@ def delong_test(y_true, scores_a, scores_b) -> DeLongResult:
     a, b = np.asarray(scores_a).ravel(), np.asarray(scores_b).ravel()
     if a.shape != b.shape:
         raise MlnbError(f"scores_a has {a.size} values but scores_b has {b.size}")
-    y, s = _labels_and_scores(y_true, np.column_stack([a, b]))
-    m, n = int(y.sum()), int(y.size - y.sum())
-    if m == 0 or n == 0:
-        return DeLongResult(*([float("nan")] * 6))
-    auc, v10, v01 = _structural_components(y, s)
-    difference = float(auc[0] - auc[1])
-    if m < 2 or n < 2:
-        nan = float("nan")
-        return DeLongResult(float(auc[0]), float(auc[1]), difference, nan, nan, nan)
-    variance = float(np.var(v10[:, 0] - v10[:, 1], ddof=1) / m
-                     + np.var(v01[:, 0] - v01[:, 1], ddof=1) / n)
-    if variance > 0:
-        z = difference / np.sqrt(variance)
-    else:
-        z = 0.0 if difference == 0 else float(np.copysign(np.inf, difference))
-    p_value = float(2.0 * norm.sf(abs(z)))
-    return DeLongResult(float(auc[0]), float(auc[1]), difference, variance, float(z), p_value)
+    y, a = _labels_and_scores(y_true, a)
+    _, b = _labels_and_scores(y, b)
+    positives = np.flatnonzero(y)
+    statistics = paired_statistics(a, b, np.array([0, positives.size]), positives)
+    return DeLongResult(*(float(v) for v in _test_columns(statistics).iloc[0]))
+
+
+def _test_columns(statistics: np.ndarray, index=None) -> pd.DataFrame:
+    """auc_a, auc_b, difference, variance, z, p_value from rows of (auc_a, auc_b, variance)."""
+    auc_a, auc_b, variance = statistics.T
+    difference = auc_a - auc_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(variance > 0, difference / np.sqrt(variance),
+                     np.where(difference == 0, 0.0, np.copysign(np.inf, difference)))
+    z[np.isnan(variance)] = np.nan
+    return pd.DataFrame({"auc_a": auc_a, "auc_b": auc_b, "difference": difference, "variance": variance, "z": z,
+                         "p_value": 2.0 * norm.sf(np.abs(z))}, index=index)
 
 
 def _dense_scores(scores, name: str) -> np.ndarray:
-    s = scores.toarray() if sp.issparse(scores) else np.asarray(scores, dtype=np.float64)
+    s = scores.toarray() if sp.issparse(scores) else np.asarray(scores)
+    s = s if s.dtype in (np.float32, np.float64) else s.astype(np.float64)  # float32 as it is: no copy
     s = s.reshape(-1, 1) if s.ndim == 1 else s
     if s.ndim != 2:
         raise MlnbError(f"{name} must be an n × K matrix, got shape {s.shape}")
@@ -185,26 +189,33 @@ def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
     One row per category: auc_a, auc_b, difference, variance, z, p_value, and
     p_holm (Holm over the categories where the test is defined, NaN elsewhere).
     ``Y_true`` may be scipy sparse or dense 0/1; ``categories`` names the rows.
+    All categories at once, in parallel (``_delong``).
     """
     a, b = _dense_scores(scores_a, "scores_a"), _dense_scores(scores_b, "scores_b")
     Y = sp.csc_array(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if a.shape != b.shape or Y.shape != a.shape:
         raise MlnbError(f"Y_true {Y.shape}, scores_a {a.shape} and scores_b {b.shape} must have one shape")
-
-    def column(k: int):
-        return (Y[:, [k]].toarray().ravel() if sp.issparse(Y) else Y[:, k]), a[:, k], b[:, k]
-
-    return delong_tests_by_column(column, a.shape[1], categories)
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise MlnbError("scores contain NaN")
+    indptr, indices = _positives_by_column(Y if sp.issparse(Y) else Y.astype(bool), a.shape[1])
+    return _delong_table(paired_statistics(a, b, indptr, indices), a.shape[1], categories)
 
 
 def delong_tests_by_column(column, K: int, categories=None) -> pd.DataFrame:
     """``delong_tests`` from ``column(k) -> (y, scores_a, scores_b)`` of one category at a time, so
-    that the scores need never be in memory all at once (a streaming study reads them from disk)."""
-    rows = [delong_test(*column(k)) for k in range(K)]
-    table = pd.DataFrame([asdict(r) for r in rows],
-                         columns=["auc_a", "auc_b", "difference", "variance", "z", "p_value"],
-                         index=pd.Index(range(K) if categories is None else list(categories), name="category"))
+    that the scores need never be in memory all at once (a streaming study reads them from disk):
+    the categories are read in blocks of at most ``_delong.COLUMN_BLOCK_BYTES`` of scores, each
+    block tested in parallel."""
+    statistics = np.empty((K, 3))
+    for first, indptr, indices, (a, b) in column_blocks(column, K):
+        statistics[first:first + a.shape[0]] = paired_statistics(a, b, indptr, indices, category_major=True)
+    return _delong_table(statistics, K, categories)
+
+
+def _delong_table(statistics: np.ndarray, K: int, categories) -> pd.DataFrame:
+    table = _test_columns(statistics, pd.Index(range(K) if categories is None else list(categories),
+                                               name="category"))
     table["p_holm"] = holm(table["p_value"].to_numpy())
     return table
 

@@ -35,9 +35,7 @@ separated the variance is 0 and the interval collapses to the point.)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,7 +45,9 @@ from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
 from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import caller_exclusions
-from mlnb.metrics.significance import delong_covariance
+from mlnb.metrics._delong import column_blocks, single_statistics
+from mlnb.metrics.ranking import _positives_by_column, _with_threads
+from mlnb.metrics.significance import _labels_and_scores
 
 BOOTSTRAP_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "macro_precision", "micro_precision",
                      "macro_recall", "micro_recall")
@@ -127,37 +127,176 @@ def _sorted_items(scores: np.ndarray, labels: np.ndarray, docs: np.ndarray):
     return docs[order], labels[order], new_group
 
 
+if HAVE_NUMBA:
+
+    @njit(cache=True)
+    def _order_keys(scores, keys):
+        """keys[i]: an unsigned integer with the order of scores[i]: the float64 bits, flipped so that
+        unsigned comparison sorts them (negatives: all bits; others: the sign bit); −0.0 gets +0.0's key."""
+        as_float = np.empty(scores.size, dtype=np.float64)
+        for i in range(scores.size):
+            as_float[i] = scores[i] + 0.0  # float32 → float64 is exact and keeps the order
+        bits = as_float.view(np.uint64)
+        sign = np.uint64(1) << np.uint64(63)
+        for i in range(scores.size):
+            keys[i] = ~bits[i] if bits[i] & sign else bits[i] | sign
+
+    @njit(cache=True)
+    def _count_digits(keys, shift, first, stop, counts):
+        counts[:] = 0
+        for i in range(first, stop):
+            counts[(keys[i] >> shift) & np.uint64(255)] += 1
+
+    @njit(cache=True)
+    def _scatter_digits(keys, order, shift, first, stop, starts, new_keys, new_order):
+        for i in range(first, stop):
+            digit = (keys[i] >> shift) & np.uint64(255)
+            target = starts[digit]
+            starts[digit] = target + 1
+            new_keys[target], new_order[target] = keys[i], order[i]
+
+    @njit(cache=True)
+    def _slice_starts(counts, n):
+        """counts (slices, 256) become each slice's first position for each digit; False when every key
+        has the same digit (the pass would not move anything)."""
+        if counts.sum(axis=0).max() == n:
+            return False
+        start = 0
+        for digit in range(256):
+            for c in range(counts.shape[0]):
+                counts[c, digit], start = start, start + counts[c, digit]
+        return True
+
+    @njit(cache=True)
+    def _stable_order(keys):
+        """(argsort(keys, kind="stable"), sorted keys) by LSD radix sort, one byte a pass: each pass is
+        stable, so ties keep their index order."""
+        n = keys.size
+        order, spare_keys, spare_order = np.arange(n), np.empty_like(keys), np.empty(n, dtype=np.int64)
+        counts = np.zeros((1, 256), dtype=np.int64)
+        for byte in range(8):
+            shift = np.uint64(8 * byte)
+            _count_digits(keys, shift, 0, n, counts[0])
+            if _slice_starts(counts, n):
+                _scatter_digits(keys, order, shift, 0, n, counts[0], spare_keys, spare_order)
+                keys, spare_keys, order, spare_order = spare_keys, keys, spare_order, order
+        return order, keys
+
+    @njit(parallel=True, cache=True)
+    def _stable_order_sliced(keys, slices):
+        """``_stable_order`` with each pass counting and scattering ``slices`` slices of the keys in
+        parallel, each slice placed after the earlier slices' keys of the same digit (so the order
+        does not depend on ``slices``)."""
+        n = keys.size
+        order, spare_keys, spare_order = np.arange(n), np.empty_like(keys), np.empty(n, dtype=np.int64)
+        counts = np.zeros((slices, 256), dtype=np.int64)
+        step = (n + slices - 1) // slices
+        for byte in range(8):
+            shift = np.uint64(8 * byte)
+            for c in prange(slices):
+                _count_digits(keys, shift, min(n, c * step), min(n, (c + 1) * step), counts[c])
+            if _slice_starts(counts, n):
+                for c in prange(slices):
+                    _scatter_digits(keys, order, shift, min(n, c * step), min(n, (c + 1) * step), counts[c],
+                                    spare_keys, spare_order)
+                keys, spare_keys, order, spare_order = spare_keys, keys, spare_order, order
+        return order, keys
+
+    @njit(parallel=True, cache=True)
+    def _sort_categories(scores, indptr, indices, doc, label, new_group):
+        """Each category k's items in stable ascending score order (ties by document) into
+        doc/label/new_group[k n:(k + 1) n], in parallel over categories."""
+        n, K = scores.shape
+        for k in prange(K):
+            keys = np.empty(n, dtype=np.uint64)
+            _order_keys(scores[:, k], keys)
+            order, keys = _stable_order(keys)
+            positive = np.zeros(n, dtype=np.bool_)
+            for p in range(indptr[k], indptr[k + 1]):
+                positive[indices[p]] = True
+            base = k * n
+            for i in range(n):
+                doc[base + i] = order[i]
+                label[base + i] = positive[order[i]]
+                new_group[base + i] = i == 0 or keys[i] != keys[i - 1]
+
+    @njit(parallel=True, cache=True)
+    def _sort_pooled(scores, indptr, indices, columns, slices, doc, label, new_group):
+        """The pooled pairs t = i K' + j (document i, category columns[j]) in stable ascending score
+        order into doc/label/new_group (n K' each)."""
+        n, width = scores.shape[0], columns.size
+        keys = np.empty(n * width, dtype=np.uint64)
+        positive = np.zeros(n * width, dtype=np.bool_)
+        for i in prange(n):
+            _order_keys(scores[i, columns], keys[i * width:(i + 1) * width])
+        for j in range(width):
+            for p in range(indptr[columns[j]], indptr[columns[j] + 1]):
+                positive[indices[p] * width + j] = True
+        order, keys = _stable_order_sliced(keys, slices)
+        for t in prange(n * width):
+            doc[t] = order[t] // width
+            label[t] = positive[order[t]]
+            new_group[t] = t == 0 or keys[t] != keys[t - 1]
+
+
+#: slices of the pooled pairs' radix sort (parallel work; any number gives the same order)
+POOLED_SORT_SLICES = 16
+
+
+def _sorted_numpy(Y: sp.csc_matrix, scores: np.ndarray, columns: np.ndarray, index):
+    """(doc, label, new_group): each category's items in stable score order, then (when columns is
+    not empty) the pooled pairs of those columns, row-major, in stable score order."""
+    n, K = scores.shape
+    docs = np.arange(n, dtype=index)
+    parts = []
+    for k in range(K):
+        y = np.zeros(n, dtype=bool)
+        y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = True
+        parts.append(_sorted_items(np.asarray(scores[:, k]), y, docs))
+    if columns.size:
+        y = (Y[:, columns].toarray() != 0).ravel()  # row-major: pair t is document t // K'
+        pair_docs = np.repeat(docs, columns.size)
+        parts.append(_sorted_items(np.asarray(scores[:, columns]).ravel(), y, pair_docs))
+    return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))
+
+
+def _sorted_compiled(Y: sp.csc_matrix, scores: np.ndarray, columns: np.ndarray, index):
+    """``_sorted_numpy``'s arrays, identical, from stable radix sorts: the categories in parallel,
+    then the pooled pairs with each pass in parallel slices."""
+    n, K = scores.shape
+    size = K * n + columns.size * n
+    doc, label, new_group = np.empty(size, dtype=index), np.empty(size, dtype=bool), np.empty(size, dtype=bool)
+    _sort_categories(scores, Y.indptr, Y.indices, doc, label, new_group)
+    if columns.size:
+        slices = max(1, min(POOLED_SORT_SLICES, columns.size * n // 4096))
+        _sort_pooled(scores, Y.indptr, Y.indices, columns.astype(np.int64), slices, doc[K * n:], label[K * n:],
+                     new_group[K * n:])
+    return doc, label, new_group
+
+
 class _AucPlan:
     """Each category's score order (segment k) and the pooled pairs' order (the segments after K),
     cut at tie boundaries into pieces the size of a category."""
 
-    def __init__(self, Y: sp.csc_matrix, scores: np.ndarray, pooled: np.ndarray, with_micro: bool):
+    def __init__(self, Y: sp.csc_matrix, scores: np.ndarray, pooled: np.ndarray, with_micro: bool,
+                 use_numba: bool = HAVE_NUMBA):
         n, K = scores.shape
         index = np.int32 if n < 2 ** 31 else np.int64
-        docs = np.arange(n, dtype=index)
-        parts = []
-        for k in range(K):
-            y = np.zeros(n, dtype=bool)
-            y[Y.indices[Y.indptr[k]:Y.indptr[k + 1]]] = True
-            parts.append(_sorted_items(np.asarray(scores[:, k]), y, docs))
+        columns = np.flatnonzero(pooled) if with_micro and pooled.any() else np.empty(0, dtype=np.int64)
+        compiled = use_numba and scores.dtype in (np.float32, np.float64)  # numba sorts no float16 or bool
+        self.doc, self.label, self.new_group = (_sorted_compiled if compiled else _sorted_numpy)(Y, scores, columns,
+                                                                                                 index)
         lengths = [n] * K
         self.n_micro = 0
-        if with_micro and pooled.any():
-            columns = np.flatnonzero(pooled)
-            y = (Y[:, columns].toarray() != 0).ravel()  # row-major: pair t is document t // K'
-            pair_docs = np.repeat(docs, columns.size)
-            doc, label, new_group = _sorted_items(np.asarray(scores[:, columns]).ravel(), y, pair_docs)
-            group_starts = np.flatnonzero(new_group)
+        if columns.size:
+            pairs = columns.size * n
+            group_starts = np.flatnonzero(self.new_group[K * n:])
             # about K pieces, each starting at the first tie group at or after an even cut
-            nearest = np.searchsorted(group_starts, np.linspace(0, doc.size, K + 1)[:-1])
+            nearest = np.searchsorted(group_starts, np.linspace(0, pairs, K + 1)[:-1])
             cuts = np.unique(group_starts[np.minimum(nearest, group_starts.size - 1)])
-            bounds = np.r_[cuts, doc.size]
-            parts.append((doc, label, new_group))
+            bounds = np.r_[cuts, pairs]
             lengths += list(np.diff(bounds))
             self.n_micro = bounds.size - 1
-        self.doc = np.concatenate([p[0] for p in parts])
-        self.label = np.concatenate([p[1] for p in parts])
-        self.new_group = np.concatenate([p[2] for p in parts])
         for start in np.cumsum([0] + lengths)[K:-1]:  # every micro segment starts a tie group
             self.new_group[start] = True
         self.starts = np.cumsum([0] + lengths).astype(np.int64)
@@ -233,7 +372,7 @@ def bootstrap_replicates(Y_true, scores, decisions=None, threshold: float = 0.5,
     Y.eliminate_zeros()
     Y.sort_indices()
     wants_auc = any(m.endswith("_auc") for m in metrics)
-    plan = _AucPlan(Y, scores, pooled, "micro_auc" in metrics) if wants_auc else None
+    plan = _AucPlan(Y, scores, pooled, "micro_auc" in metrics, use_numba) if wants_auc else None
     wants_counts = any(not m.endswith("_auc") for m in metrics)
     Yt = Y.T.tocsr()  # (K, n)
     if wants_counts:
@@ -308,24 +447,45 @@ def bootstrap_intervals(Y_true, scores, decisions=None, threshold: float = 0.5, 
 
 def auc_interval(y, scores, level: float = 0.95) -> tuple[float, float]:
     """One category's DeLong (Wald) interval of its AUC, clipped to [0, 1]; NaN when undefined."""
-    auc, covariance = delong_covariance(y, scores)
-    half = norm.ppf(0.5 + level / 2) * np.sqrt(covariance[0, 0])
-    return float(np.clip(auc[0] - half, 0, 1)), float(np.clip(auc[0] + half, 0, 1))
+    y, s = _labels_and_scores(y, scores)
+    positives = np.flatnonzero(y)
+    return tuple(float(v) for v in _wald(single_statistics(s[:, :1], np.array([0, positives.size]), positives),
+                                          level)[0])
+
+
+def _wald(statistics: np.ndarray, level: float) -> np.ndarray:
+    """(K, 2) AUC ∓ z_{(1 + level)/2} √var, clipped to [0, 1], from rows of (AUC, var)."""
+    half = norm.ppf(0.5 + level / 2) * np.sqrt(statistics[:, 1])
+    return np.column_stack([np.clip(statistics[:, 0] - half, 0, 1), np.clip(statistics[:, 0] + half, 0, 1)])
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise MlnbError(f"level must be in (0, 1), got {level}")
 
 
 def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int | None = None) -> np.ndarray:
     """(K, 2) DeLong (Wald) intervals of each category's AUC, clipped to [0, 1]; NaN rows where the
-    variance is undefined (fewer than two positives or two negatives)."""
-    if not 0 < level < 1:
-        raise MlnbError(f"level must be in (0, 1), got {level}")
+    variance is undefined (fewer than two positives or two negatives). All categories at once, in
+    parallel on ``n_threads`` numba threads (default: numba's)."""
+    _check_level(level)
     scores = np.asarray(scores)
     scores = scores.reshape(-1, 1) if scores.ndim == 1 else scores
+    scores = scores if scores.dtype in (np.float32, np.float64) else scores.astype(np.float64)
     Y = sp.csc_matrix(Y_true if sp.issparse(Y_true) or np.ndim(Y_true) == 2 else np.reshape(Y_true, (-1, 1)))
     if Y.shape != scores.shape:
         raise MlnbError(f"Y_true has shape {Y.shape} but scores has shape {scores.shape}")
-    def interval(k: int) -> tuple[float, float]:
-        return auc_interval(Y[:, [k]].toarray().ravel() != 0, scores[:, k], level)
+    if np.isnan(scores).any():
+        raise MlnbError("scores contain NaN")
+    indptr, indices = _positives_by_column(Y, scores.shape[1])
+    return _wald(_with_threads(lambda: single_statistics(scores, indptr, indices), n_threads), level).reshape(-1, 2)
 
-    with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
-        rows = list(pool.map(interval, range(scores.shape[1])))
-    return np.array(rows, dtype=np.float64).reshape(-1, 2)
+
+def auc_intervals_by_column(column, K: int, level: float = 0.95) -> np.ndarray:
+    """``auc_confidence_intervals`` from ``column(k) -> (y, scores)`` of one category at a time (a
+    streaming study reads them from disk), in blocks of categories tested in parallel."""
+    _check_level(level)
+    statistics = np.empty((K, 2))
+    for first, indptr, indices, (scores,) in column_blocks(column, K):
+        statistics[first:first + scores.shape[0]] = single_statistics(scores, indptr, indices, category_major=True)
+    return _wald(statistics, level).reshape(-1, 2)

@@ -427,13 +427,15 @@ if HAVE_NUMBA:
                 W[j, k] -= lrate[k] * step_scale * g[k] / ((s * inv_t) ** vexp + eps)
 
     @njit(parallel=True, cache=True, fastmath=True, error_model="numpy")
-    def _words_region(indices, data, cuts, D, W, S, G, slot, touched, block_start, lrate, step_scale, t,
+    def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, step_scale, t,
                       adagrad, vexp, eps, l1, l2, R, counters, n_threads):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
         g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j).
 
-        A block's words get the rows block_start[β], block_start[β] + 1, … of G in the order
-        they first appear (slot[j], −1 when not in use) and are listed in ``touched`` there."""
+        Worker w accumulates its block's words in its own rows G[w, 0], G[w, 1], … in the order
+        they first appear (slot[j], −1 when not in use), listed in touched[w]: a worker's G holds
+        one block and is reused block after block, so it stays in the core's cache (and a small
+        fit does not spend its time zeroing fresh pages of a G sized for all words)."""
         m, K = D.shape
         n_blocks = cuts.shape[0] - 1
         inv_m = np.float32(1.0 / m)
@@ -442,36 +444,36 @@ if HAVE_NUMBA:
                                                np.float32(l2), np.float32(vexp))
         square_root = vexp == 0.5  # the default: sqrt is far cheaper than pow
         counters[1] = 0
-        for _ in prange(n_threads):
+        for worker in prange(n_threads):
+            Gw, listed = G[worker], touched[worker]
             while True:
                 block = _claim(counters, 1)
                 if block >= n_blocks:
                     break
-                first = block_start[block]
                 n_words = 0
                 for i in range(m):
                     for p in range(cuts[block, i], cuts[block + 1, i]):
                         j = indices[p]
                         v = data[p]
                         if slot[j] < 0:
-                            slot[j] = first + n_words
-                            touched[first + n_words] = j
+                            slot[j] = n_words
+                            listed[n_words] = j
                             n_words += 1
                             for k in range(K):
-                                G[slot[j], k] = np.float32(0.0)
-                        g = G[slot[j]]
+                                Gw[slot[j], k] = np.float32(0.0)
+                        g = Gw[slot[j]]
                         for k in range(K):
                             g[k] += v * D[i, k]
-                for c in range(first, first + n_words):
-                    if c + PREFETCH_AHEAD < first + n_words:
-                        ahead = touched[c + PREFETCH_AHEAD]
+                for c in range(n_words):
+                    if c + PREFETCH_AHEAD < n_words:
+                        ahead = listed[c + PREFETCH_AHEAD]
                         _prefetch_row(W, ahead)
                         if adagrad:
                             _prefetch_row(S, ahead)
                         if R is not None:
                             _prefetch_row(R, ahead)
-                    j = touched[c]
-                    g = G[c]
+                    j = listed[c]
+                    g = Gw[c]
                     for k in range(K):
                         g[k] *= inv_m
                     _update_row(W, S, g, j, lrate, step32, inv_t, adagrad, square_root, vexp32, eps32,
@@ -479,17 +481,18 @@ if HAVE_NUMBA:
                     slot[j] = -1
 
     @njit(cache=True)
-    def _block_starts(cuts, first_words, n_features, block_start):
-        """block_start[β] = Σ_{β' < β} min(non-zeros of block β', words of block β'): the first row of
-        G that block β may use (a block touches at most that many distinct words)."""
+    def _block_rows(cuts, first_words, n_features):
+        """The most distinct words one block can hold in this minibatch: the maximum over blocks β
+        of min(non-zeros of β, words of β), the rows of G a worker needs."""
         n_blocks = first_words.size
-        block_start[0] = 0
+        rows = 0
         for block in range(n_blocks):
             nnz = 0
             for i in range(cuts.shape[1]):
                 nnz += cuts[block + 1, i] - cuts[block, i]
             end = first_words[block + 1] if block + 1 < n_blocks else n_features
-            block_start[block + 1] = block_start[block] + min(nnz, end - first_words[block])
+            rows = max(rows, min(nnz, end - first_words[block]))
+        return rows
 
 
 def word_blocks(word_counts: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -521,21 +524,24 @@ class NumbaKernel:
         self.first_words = word_blocks(counts, min(self.n_blocks, V))  # (B,)
         self.slot = np.full(V, -1, dtype=np.int64)
         self.counters = np.zeros(2, dtype=np.int64)
-        self.block_start = np.zeros(self.first_words.size + 1, dtype=np.int64)
         self.policy = ThreadPolicy()
         self.K = K
 
-    def _grow(self, m: int, nnz: int) -> None:
-        """Buffers for a minibatch of m documents and nnz non-zeros (a stream's largest is not
-        known in advance: they grow when needed and are reused)."""
+    def _grow(self, m: int) -> None:
+        """Buffers for a minibatch of m documents (a stream's largest is not known in advance: they
+        grow when needed and are reused)."""
         if not hasattr(self, "D") or self.D.shape[0] < m:
             self.D = np.zeros((m, self.K), dtype=np.float32)
             self.losses = np.zeros(m, dtype=np.float32)
             self.cuts = np.zeros((self.first_words.size + 1, m), dtype=np.int64)
-        rows = min(nnz, self.n_features)
-        if not hasattr(self, "G") or self.G.shape[0] < rows:
-            self.G = np.zeros((rows, self.K), dtype=np.float32)
-            self.touched = np.zeros(rows, dtype=np.int64)
+
+    def _grow_blocks(self, workers: int, rows: int) -> None:
+        """Each worker's rows of G, for blocks of up to ``rows`` distinct words."""
+        have = self.G.shape[:2] if hasattr(self, "G") else (0, 0)
+        if have[0] < workers or have[1] < rows:
+            workers, rows = max(workers, have[0]), max(rows, have[1], 1)
+            self.G = np.zeros((workers, rows, self.K), dtype=np.float32)
+            self.touched = np.zeros((workers, rows), dtype=np.int64)
 
     def release(self) -> None:
         """Free the work buffers between calls (they grow again at the next step): a fitted model
@@ -551,7 +557,7 @@ class NumbaKernel:
 
     def step(self, X_B: sp.csr_matrix, Y_B: sp.csr_matrix, W, b, updater, R=None) -> float:
         m = X_B.shape[0]
-        self._grow(m, X_B.nnz)
+        self._grow(m)
         updater.t += 1
         t = updater.t
         D, losses, cuts = self.D[:m], self.losses[:m], self.cuts[:, :m]
@@ -565,9 +571,9 @@ class NumbaKernel:
             loss = _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, R,
                                      self.softmax_link, D, losses, self.first_words, cuts, self.counters,
                                      threads, self.docs_per_piece)
-            _block_starts(cuts, self.first_words, self.n_features, self.block_start)
+            self._grow_blocks(threads, _block_rows(cuts, self.first_words, self.n_features))
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
-                          self.block_start, updater.lrate, t ** (-updater.texp), float(t), updater.adagrad,
+                          updater.lrate, t ** (-updater.texp), float(t), updater.adagrad,
                           updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads)
         finally:
             if threads != available:

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import matplotlib.ticker
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")  # files only; no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from mlnb.report.style import model_colors  # noqa: E402
-from mlnb.study import StudyResult  # noqa: E402
+from mlnb.report.style import model_colors
+from mlnb.study import StudyResult
 
 
 def _log_scale(ax, axis: str = "y", data=None) -> bool:
@@ -56,10 +54,17 @@ def pair_colors(comparison) -> tuple[str, str]:
     return model_colors(["b", "a"])["a"], model_colors(["b", "a"])["b"]
 
 
+def _figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], **subplots):
+    """(figure, axes) drawn by Agg into a file, without pyplot: nothing global is registered (the
+    figure is freed with its last reference) and the user's pyplot backend is left alone."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, **subplots)
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -85,7 +90,7 @@ def accuracy_per_category(result: StudyResult, path: Path) -> Path:
     """Expected accuracy per category index, one colour per model (the RCV1 tutorial's plot: NB red,
     LR blue), with the test prevalence: accuracy near 1 on rare categories is mostly the base rate.
     Models whose scores are not probabilities (complement NB) are left out, with a note."""
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = _figure(figsize=(10, 4.5))
     colors = study_colors(result)
     shown, left_out = _probability_models(result)
     table = result.models[0].evaluation.per_category
@@ -129,7 +134,7 @@ def _category_title(result: StudyResult, k: int) -> str:
 
 def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
     """Exact ROC curves of every model for category k, with the chance diagonal."""
-    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    fig, ax = _figure(figsize=(5.5, 5.5))
     colors = study_colors(result)
     for run in result.models:
         curve = run.evaluation.curves[k]
@@ -151,7 +156,7 @@ def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
 def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
     """Left: ROC lift TPR/FPR on the FPR grid. Right: lift by depth (precision at depth /
     base rate) over the share of documents targeted."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (left, right) = _figure(1, 2, figsize=(11, 4.5))
     colors = study_colors(result)
     for run in result.models:
         ev = run.evaluation
@@ -182,7 +187,7 @@ def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
     """AUC of model b (x) against model a (y) per category, coloured by training positives (log scale)."""
     table = comparison.table[comparison.table["difference"].notna()]  # tested categories only (not excluded)
     x, y = table["auc_b"].to_numpy(), table["auc_a"].to_numpy()
-    fig, ax = plt.subplots(figsize=(6, 5.5))
+    fig, ax = _figure(figsize=(6, 5.5))
     positives = np.maximum(np.asarray(table["train_pos"]), 1)
     points = ax.scatter(x, y, c=np.log10(positives), cmap="viridis", s=18, edgecolor="k", lw=0.3)
     low = np.nanmin(np.r_[x, y, 1.0])
@@ -203,7 +208,7 @@ def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
 def calibration(result: StudyResult, path: Path) -> Path:
     """Reliability diagram over all (document, category) pairs: observed positive rate against
     mean predicted probability per bin, with the pair counts below (log scale)."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    fig, (top, bottom) = _figure(2, 1, figsize=(6, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
     top.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="perfectly calibrated")
     shown, left_out = _probability_models(result)
     width = 1.0 / len(result.models[0].evaluation.calibration) / (len(shown) + 0.5)
@@ -239,7 +244,7 @@ def calibration(result: StudyResult, path: Path) -> Path:
 
 def auc_by_frequency(result: StudyResult, path: Path) -> Path:
     """Per-category AUC against the number of training positives (log scale), per model."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = _figure(figsize=(7, 4.5))
     positives = np.maximum(result.train_positives, 0.8)  # categories without positives at the left edge
     colors = study_colors(result)
     markers = "os^Dv<>phX"
@@ -267,7 +272,7 @@ def auc_difference(comparison, path: Path, colors: tuple[str, str]) -> Path:
     difference = table["difference"].to_numpy()
     significant = (table["p_holm"] < comparison.alpha).to_numpy()
     x = np.arange(len(table))
-    fig, ax = plt.subplots(figsize=(11, 4.5))
+    fig, ax = _figure(figsize=(11, 4.5))
     groups = [(~significant, "lightgray", "not significant"),
               (significant & (difference > 0), colors[0], f"{comparison.name_a} significantly higher"),
               (significant & (difference < 0), colors[1], f"{comparison.name_b} significantly higher")]
@@ -303,7 +308,7 @@ def sweep_plot(sweep, path: Path) -> Path | None:
     metric = sweep.metric
     what = metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
     if len(keys) == 1:
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = _figure(figsize=(6, 4))
         table = sweep.table.sort_values(keys[0])
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in table[keys[0]])
         x = table[keys[0]] if numeric else np.arange(len(table))
@@ -318,7 +323,7 @@ def sweep_plot(sweep, path: Path) -> Path | None:
         ax.grid(alpha=0.3)
     elif len(keys) == 2:
         pivot = sweep.table.pivot_table(index=keys[0], columns=keys[1], values=metric)
-        fig, ax = plt.subplots(figsize=(1.2 * len(pivot.columns) + 3, 0.6 * len(pivot.index) + 2.5))
+        fig, ax = _figure(figsize=(1.2 * len(pivot.columns) + 3, 0.6 * len(pivot.index) + 2.5))
         image = ax.imshow(pivot.to_numpy(), cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(pivot.columns)))
         ax.set_xticklabels([f"{c:g}" if isinstance(c, float) else str(c) for c in pivot.columns])
@@ -341,7 +346,7 @@ def sweep_plot(sweep, path: Path) -> Path | None:
 
 def learning_curve(curve, metric: str, path: Path) -> Path:
     """Mean test metric over seeds against training size (log), min–max band, crossings marked."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = _figure(figsize=(7, 4.5))
     colors = model_colors(curve.labels)
     grouped = curve.table.groupby(["model", "size"])[metric].agg(["mean", "min", "max"]).reset_index()
     for name in curve.labels:
@@ -372,7 +377,7 @@ def confusion_matrix(run, class_names, path: Path) -> Path:
     K = confusion.shape[0]
     shares = confusion / np.maximum(confusion.sum(axis=1, keepdims=True), 1)
     size = min(4 + 0.45 * K, 16)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    fig, ax = _figure(figsize=(size + 1.5, size))
     image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
     if K <= 20:
         for (i, j), count in np.ndenumerate(confusion):

@@ -1,9 +1,13 @@
-"""The synthetic corpus has RCV1's shape and statistics, and depends only on its seed."""
+"""The synthetic corpus has RCV1's shape and statistics, and depends only on its seed (bit for bit the
+corpus of the original generator, with or without numba)."""
+
+import hashlib
 
 import numpy as np
 import pytest
 
 from mlnb import MlnbError
+from mlnb.data import synthetic
 from mlnb.data.synthetic import _ancestor_closure, make_rcv1_like
 
 
@@ -63,3 +67,61 @@ def test_impossible_sizes_are_rejected():
         make_rcv1_like(n_documents=10, n_features=100, words_per_document=77)
     with pytest.raises(MlnbError, match="n_categories must be at least 1"):
         make_rcv1_like(n_documents=10, n_features=1000, n_categories=0)
+
+
+def _old_draw(cdf, u):
+    """The generator's original draw, the oracle of the guide-table search."""
+    return np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)
+
+
+@pytest.mark.parametrize("cdf", [
+    np.array([1.0]),
+    np.array([0.5, 1.0]),
+    np.array([0.0, 0.0, 0.25, 0.25, 0.25, 1.0]),  # empty buckets and flat steps (zero-probability values)
+    np.cumsum(np.full(7, 1 / 7)) / np.cumsum(np.full(7, 1 / 7))[-1],
+    np.array([1e-300, 0.999999999999, 1.0]),
+])
+def test_draw_is_searchsorted_on_edge_values(cdf):
+    edges = np.unique(np.concatenate([cdf, np.nextafter(cdf, 0), np.nextafter(cdf, 2), np.arange(64) / 64,
+                                      np.nextafter(np.arange(1, 65) / 64, 0), [0.0, np.nextafter(1.0, 0)]]))
+    u = edges[(edges >= 0) & (edges < 1)]
+    np.testing.assert_array_equal(synthetic._draw(cdf, u), _old_draw(cdf, u))
+
+
+@pytest.mark.parametrize("n, exponent", [(10_000, 1.0), (3, 1.0), (1_000, 2.5), (200, 1.0)])
+def test_draw_is_searchsorted_on_random_values(n, exponent):
+    cdf = synthetic._zipf_cdf(n, exponent)
+    u = np.random.default_rng(n).random(200_000)
+    np.testing.assert_array_equal(synthetic._draw(cdf, u), _old_draw(cdf, u))
+
+
+# sha256 (first 16 hex digits) of X, Y and the split, made by the generator before it was sped up (binary
+# search per token, COO->CSR): committed reference results depend on these exact corpora
+CORPUS_DIGESTS = [
+    (dict(n_documents=2000, n_features=1000, n_categories=12, seed=5), "1273eec5ee1540b8"),
+    (dict(n_documents=3000, n_features=800, n_categories=103, seed=0, topical_fraction=0.0), "7a0505ca21adfeaa"),
+    (dict(n_documents=1500, n_features=5000, n_categories=7, seed=11, topical_fraction=1.0, zipf_exponent=1.3),
+     "ac0395888ecd3810"),
+]
+
+
+def _digest(dataset) -> str:
+    digest = hashlib.sha256()
+    for array in (dataset.X.indptr, dataset.X.indices, dataset.X.data, dataset.Y.indptr, dataset.Y.indices,
+                  dataset.Y.data, dataset.train_index, dataset.test_index):
+        digest.update(str(array.dtype).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(repr(dataset.category_names).encode())
+    digest.update(repr(dataset.X.shape).encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("arguments, expected", CORPUS_DIGESTS)
+def test_the_corpus_is_bit_identical_to_the_original_generator(arguments, expected):
+    assert _digest(make_rcv1_like(**arguments)) == expected
+
+
+def test_the_corpus_is_the_same_without_numba(monkeypatch):
+    arguments, expected = CORPUS_DIGESTS[0]
+    monkeypatch.setattr(synthetic, "HAVE_NUMBA", False)
+    assert _digest(make_rcv1_like(**arguments)) == expected

@@ -1,12 +1,15 @@
 """Bootstrap intervals against brute-force resampling with sklearn; DeLong intervals of one AUC
 against a hand-worked case and the textbook components."""
 
+import textwrap
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.stats import norm
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
+from mlnb._numba import HAVE_NUMBA
 from mlnb.errors import MlnbError
 from mlnb.metrics import auc_confidence_intervals, bootstrap_intervals, bootstrap_replicates, evaluate
 from mlnb.metrics.uncertainty import BOOTSTRAP_METRICS, bootstrap_indices
@@ -140,3 +143,62 @@ def test_micro_auc_pieces_cut_at_ties():
     for b, idx in enumerate(bootstrap_indices(50, 4, 1)):
         assert got["micro_auc"][b] == pytest.approx(roc_auc_score(Y[idx].ravel(), scores[idx].ravel()), abs=1e-12)
         assert got["macro_auc"][b] == pytest.approx(roc_auc_score(Y[idx], scores[idx]), abs=1e-12)
+
+
+def _plan_arrays(Y, scores, pooled, with_micro, use_numba):
+    from mlnb.metrics.uncertainty import _AucPlan
+
+    Yc = sp.csc_matrix(Y, dtype=np.float64)
+    Yc.sort_indices()
+    plan = _AucPlan(Yc, scores, np.asarray(pooled), with_micro, use_numba=use_numba)
+    return plan.doc, plan.label, plan.new_group, plan.starts, plan.n_micro
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["ties", "distinct", "special", "excluded", "no_micro"])
+def test_compiled_plan_is_the_stable_argsort_plan(dtype, case):
+    # the radix sorts must give exactly the numpy path's (np.argsort kind="stable") arrays
+    rng = np.random.default_rng(5)
+    n, K = (700, 9) if case != "distinct" else (5000, 4)  # 5000 × 4 pairs: the pooled sort runs in slices
+    Y = rng.random((n, K)) < np.linspace(0.0, 0.6, K)  # category 0: no positive
+    scores = rng.normal(size=Y.shape) + Y
+    if case != "distinct":
+        scores = np.round(scores, 1)
+    if case == "special":  # −0.0 ties +0.0; infinities; one constant column
+        scores[rng.random(Y.shape) < 0.2] = 0.0
+        scores[rng.random(Y.shape) < 0.2] = -0.0
+        scores[::7, 1], scores[::5, 2], scores[:, 3] = np.inf, -np.inf, 2.5
+    pooled = np.ones(K, dtype=bool)
+    if case == "excluded":
+        pooled[[0, 4]] = False
+    scores = scores.astype(dtype)
+    expected = _plan_arrays(Y, scores, pooled, case != "no_micro", use_numba=False)
+    got = _plan_arrays(Y, scores, pooled, case != "no_micro", use_numba=True)
+    for name, e, g in zip(("doc", "label", "new_group", "starts", "n_micro"), expected, got):
+        assert np.asarray(g).dtype == np.asarray(e).dtype, name
+        np.testing.assert_array_equal(g, e, err_msg=name)
+    order = np.argsort(scores[:, 2], kind="stable")  # an oracle written out: category 2's segment
+    np.testing.assert_array_equal(got[0][2 * n:3 * n], order)
+    np.testing.assert_array_equal(got[1][2 * n:3 * n], Y[order, 2])
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_bootstrap_plan_same_for_one_and_two_numba_threads(output_with_numba_threads):
+    script = textwrap.dedent("""
+        import hashlib, numba, numpy as np, scipy.sparse as sp
+        from mlnb.metrics.uncertainty import BOOTSTRAP_METRICS, _AucPlan, bootstrap_replicates
+        rng = np.random.default_rng(4)
+        Y = rng.random((4000, 11)) < np.linspace(0.01, 0.5, 11)
+        scores = np.round(rng.normal(size=Y.shape) + Y, 2).astype(np.float32)
+        Yc = sp.csc_matrix(Y, dtype=np.float64)
+        plan = _AucPlan(Yc, scores, np.ones(11, dtype=bool), True)
+        values = bootstrap_replicates(Y, scores, metrics=BOOTSTRAP_METRICS, n_boot=5, seed=2)
+        blob = b"".join(a.tobytes() for a in (plan.doc, plan.label, plan.new_group, plan.starts))
+        blob += b"".join(values[m].tobytes() for m in BOOTSTRAP_METRICS)
+        print(numba.get_num_threads(), hashlib.sha256(blob).hexdigest())
+    """)
+
+    one, two = output_with_numba_threads(script, 1), output_with_numba_threads(script, 2)
+    assert (one[0], two[0]) == ("1", "2")
+    assert one[1] == two[1]

@@ -47,8 +47,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
+from mlnb.data.validate import check_labels
 from mlnb.errors import MlnbError
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
+from mlnb.models._linear import LinearMultilabelModel, as_csr_float32
 from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multiclass, multinomial
 from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.registry import ModelKind
@@ -228,17 +229,15 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         """Add the counts of one more chunk of documents; ``fit`` is one chunk. Multiclass: a chunk
         of class labels may name a class no earlier chunk had (the classes grow to the largest + 1)."""
         self._check_params()
-        X = as_csr_float32(X)
+        # the count models' x ≥ 0 is checked in the same pass over X's values as finiteness
+        X = as_csr_float32(X, non_negative=self._non_negative_features())
         earlier = self.__dict__.get("counts_")
         if self.task == "multiclass":
             Y = multiclass.one_hot(Y, X.shape[0], earlier.shape[0] if earlier is not None else 0)
             if earlier is not None:
                 earlier = multiclass.with_classes(earlier, Y.shape[1])  # a class first seen in this chunk
         else:
-            Y = as_label_matrix(Y, X.shape[0])
-        if self.event_model in _COUNT_MODELS and X.nnz and X.data.min() < 0:
-            raise MlnbError(f"Naive Bayes needs non-negative feature values (counts, presence or "
-                            f"TF-IDF); X has a value of {X.data.min():g}")
+            Y = check_labels(Y, "Y", n_documents=X.shape[0])  # 0/1 int8: counted by its structure, no cast
         if earlier is not None and (X.shape[1], Y.shape[1]) != (self.n_features_in_, earlier.shape[0]):
             raise MlnbError(f"partial_fit got X {X.shape} / Y {Y.shape}, but earlier chunks had "
                             f"{self.n_features_in_} features and {earlier.shape[0]} categories")

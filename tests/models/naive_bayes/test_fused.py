@@ -194,11 +194,32 @@ def test_huge_or_fractional_values_are_summed_in_float64():
         np.testing.assert_allclose(fast.S, fast.F.sum(axis=1), rtol=1e-12)
 
 
-def test_tasks_are_dealt_to_threads_by_their_work():
+def test_tasks_are_claimed_largest_first():
     work = np.array([100, 1, 1, 1, 60, 40, 30, 5])
-    order, bounds = _counting._balanced_tasks(work, 2)
-    assert sorted(order) == list(range(work.size)) and bounds[0] == 0 and bounds[-1] == work.size
-    loads = [work[order[bounds[g]:bounds[g + 1]]].sum() for g in range(2)]
-    # largest first, each to the lighter thread: {100, 30} and {60, 40, 5, 1, 1, 1}; by index, 103 and 135
-    assert [sorted(work[order[bounds[g]:bounds[g + 1]]]) for g in range(2)] == [[30, 100], [1, 1, 1, 5, 40, 60]]
-    assert max(loads) <= work.sum() / 2 + work.max()  # the bound of dealing the largest first
+    # the most work first, ties by index: the last tasks to be claimed are the small ones
+    assert _counting._largest_first(work).tolist() == [0, 4, 5, 6, 7, 1, 2, 3]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_claimed_and_prefetched_counting_is_exact_for_any_thread_count(binary):
+    # categories of every size, from empty and fewer documents than are prefetched ahead to nearly all,
+    # scattered through X: the numba kernel's sums equal scipy's exactly, for 1 and all threads
+    rng = np.random.default_rng(5)
+    n, V = 3000, 400
+    X = sp.random(n, V, density=0.05, random_state=6, format="csr", dtype=np.float32)
+    X.data = rng.integers(1, 9, X.nnz).astype(np.float32)
+    sizes = [0, 1, 3, 30, 600, 1500, 2900]
+    Y = sp.lil_matrix((n, len(sizes)), dtype=np.float32)
+    for k, size in enumerate(sizes):
+        Y[rng.choice(n, size, replace=False), k] = 1.0
+    Y = Y.tocsr()
+    exact = _counting.count_chunk(Y, X, binary=binary, kernel="scipy")
+    default = numba.get_num_threads()
+    for threads in sorted({1, default}):
+        numba.set_num_threads(threads)
+        try:
+            fast = _counting.count_chunk(Y, X, binary=binary, kernel="numba")
+        finally:
+            numba.set_num_threads(default)
+        for name in ("F", "t", "S"):
+            np.testing.assert_array_equal(getattr(fast, name), getattr(exact, name), err_msg=f"{name} {threads}")

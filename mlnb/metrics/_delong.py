@@ -1,0 +1,414 @@
+r"""DeLong's structural components, AUCs and variances of many score columns, compiled.
+
+The formulas are those of ``mlnb.metrics.significance``. With m positives and n negatives of one
+category and, for a document's score v,
+
+    h(v) = #{other-class scores < v} + ½ #{other-class scores = v}
+
+the components are V10(X_i) = h(X_i) / n for a positive and V01(Y_j) = 1 − h(Y_j) / m for a
+negative: the midrank differences T_Z − T_X and T_Z − T_Y of Sun & Xu (2014), whole or half
+integers, so each component is the same float64 as from scipy's midranks. h is counted without
+ordering all n + m scores: only the smaller class A is sorted (the positives, for most text
+categories); every score x of the other class is located in A by a binary search, which gives
+h(x) = lb(x) + ½ (ub(x) − lb(x)) with lb(x) = #{a ∈ A: a < x}, ub(x) = #{a ∈ A: a ≤ x}, and is
+counted at ub(x), so that for the j-th smallest a
+
+    #{x < A[j]} = Σ_{u ≤ j} #{x: ub(x) = u}          #{x = A[j]} = #{x: lb(x) = first j' with A[j'] = A[j]}
+
+give h(a) of A in one more pass. The AUC is 2 Σ_i h(X_i) (an integer) / (2 m n), exact up to
+that division. The variances are sums over the documents in their order (compensated,
+Neumaier), of each class's components or of their paired differences
+d = V(a) − V(b) (``significance``: zero exactly when a and b rank the documents alike):
+
+    paired:  var(V10_a − V10_b; ddof 1) / m + var(V01_a − V01_b; ddof 1) / n
+    single:  var(V10; ddof 1) / m + var(V01; ddof 1) / n
+
+Each column (or pair of columns) is one iteration of a parallel loop and its sums run in one
+fixed order, so the results are the same for any number of threads. Scores may be float32 or
+float64 (a float32 score converts to float64 exactly, so ties and order are kept); they must not
+be NaN (the callers check).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlnb._numba import HAVE_NUMBA, njit, prange
+
+#: columns gathered together from a row-major n × K matrix (one 64-byte line of float64)
+GROUP_COLUMNS = 8
+#: buckets per value of the ordered class, and at most this many (bounds the lookup table)
+BUCKETS_PER_VALUE = 8
+MAX_BUCKETS = 1 << 21
+
+if HAVE_NUMBA:
+    from mlnb.metrics.ranking import _bucket, _count_below
+
+    @njit(cache=True, nogil=True)
+    def _add_components(z, positives, sign, out):
+        """out[i] += sign · (V10 or V01 of document i) for the scores z (n,) of one category whose
+        positives are the ascending document numbers ``positives``; returns 2 Σ_i h(X_i).
+
+        Lookups as ``ranking._column_auc``: A in T equal-width buckets over its finite range
+        (±inf in one more at each end), first[v] = #{a: bucket(a) < v}; x's lb is first[bucket(x)]
+        when its bucket is empty, else a binary search inside it; ub = tie_end[lb] if A[lb] = x."""
+        n_docs = z.size
+        P = positives.size
+        N = n_docs - P
+        sorted_positive = P <= N  # A, the class ordered: the smaller one
+        m = P if sorted_positive else N
+        A = np.empty(m)
+        j = 0
+        p = 0  # next positive to pass when walking all documents
+        if sorted_positive:
+            for q in range(P):
+                A[q] = np.float64(z[positives[q]])
+        else:
+            for i in range(n_docs):
+                if p < P and positives[p] == i:
+                    p += 1
+                else:
+                    A[j] = np.float64(z[i])
+                    j += 1
+        A.sort()
+        low, high = np.inf, -np.inf  # finite range
+        for q in range(m):
+            if A[q] > -np.inf and A[q] < np.inf:
+                low = min(low, A[q])
+                high = max(high, A[q])
+        T = min(BUCKETS_PER_VALUE * m, MAX_BUCKETS)
+        scale = 1.0
+        if low < high:
+            scale = (T - 0.5) / (high * 0.5 - low * 0.5)  # halves: high − low may overflow
+        elif low > high:  # no finite value
+            low = 0.0
+        first = np.zeros(T + 3, dtype=np.int64)
+        for q in range(m):
+            first[_bucket(A[q], low, scale, T) + 1] += 1
+        for v in range(1, T + 3):
+            first[v] += first[v - 1]
+        tie_end = np.empty(m, dtype=np.int64)  # one past the last value equal to A[q]
+        if m:
+            tie_end[m - 1] = m
+        for q in range(m - 2, -1, -1):
+            tie_end[q] = tie_end[q + 1] if A[q] == A[q + 1] else q + 1
+        by_upper = np.zeros(m + 1, dtype=np.int64)  # #{x: ub(x) = u}
+        equal_at = np.zeros(m + 1, dtype=np.int64)  # #{x = A[q]}, at the first q of A's tie
+        twice_h_other = 0  # 2 Σ h over the other class
+        p = 0
+        for i in range(n_docs):
+            is_positive = p < P and positives[p] == i
+            if is_positive:
+                p += 1
+            if is_positive == sorted_positive:
+                continue
+            x = np.float64(z[i])
+            v = _bucket(x, low, scale, T)
+            lb = first[v]
+            end = first[v + 1]
+            ub = lb
+            if lb < end:
+                lb = _count_below(A, lb, end, x)
+                ub = tie_end[lb] if lb < m and A[lb] == x else lb
+            by_upper[ub] += 1
+            if ub > lb:
+                equal_at[lb] += 1
+            twice_h = lb + ub
+            twice_h_other += twice_h
+            if is_positive:
+                out[i] += sign * ((twice_h * 0.5) / N)
+            else:
+                out[i] += sign * (1.0 - (twice_h * 0.5) / P)
+        # A: twice h(A[q]) at the first q of each tie (x < A[q] ⟺ ub(x) ≤ q), then per document
+        twice_h_of = by_upper  # overwritten in place: by_upper[q] is read before twice_h_of[q] is set
+        below = 0
+        for q in range(m):
+            below += by_upper[q]
+            twice_h_of[q] = 2 * below + equal_at[q] if q == 0 or A[q] != A[q - 1] else -1
+        twice_h_small = 0
+        p = 0
+        for i in range(n_docs):
+            is_positive = p < P and positives[p] == i
+            if is_positive:
+                p += 1
+            if is_positive != sorted_positive:
+                continue
+            x = np.float64(z[i])
+            v = _bucket(x, low, scale, T)
+            twice_h = twice_h_of[_count_below(A, first[v], first[v + 1], x)]
+            twice_h_small += twice_h
+            if is_positive:
+                out[i] += sign * ((twice_h * 0.5) / N)
+            else:
+                out[i] += sign * (1.0 - (twice_h * 0.5) / P)
+        return twice_h_small if sorted_positive else twice_h_other
+
+    @njit(cache=True, nogil=True)
+    def _neumaier(total, compensation, value):
+        t = total + value
+        if abs(total) >= abs(value):
+            compensation += (total - t) + value
+        else:
+            compensation += (value - t) + total
+        return t, compensation
+
+    @njit(cache=True, nogil=True)
+    def _squared_deviations(d, positives):
+        """(Σ (d − mean)² over the positive documents, the same over the negative ones)."""
+        n_docs = d.size
+        P = positives.size
+        sums = np.zeros(4)  # positive total, its compensation, negative total, its compensation
+        p = 0
+        for i in range(n_docs):
+            if p < P and positives[p] == i:
+                p += 1
+                sums[0], sums[1] = _neumaier(sums[0], sums[1], d[i])
+            else:
+                sums[2], sums[3] = _neumaier(sums[2], sums[3], d[i])
+        mean_positive = (sums[0] + sums[1]) / P
+        mean_negative = (sums[2] + sums[3]) / (n_docs - P)
+        sums[:] = 0.0
+        p = 0
+        for i in range(n_docs):
+            if p < P and positives[p] == i:
+                p += 1
+                e = d[i] - mean_positive
+                sums[0], sums[1] = _neumaier(sums[0], sums[1], e * e)
+            else:
+                e = d[i] - mean_negative
+                sums[2], sums[3] = _neumaier(sums[2], sums[3], e * e)
+        return sums[0] + sums[1], sums[2] + sums[3]
+
+    @njit(cache=True, nogil=True)
+    def _paired_one(z_a, z_b, positives, out):
+        """out[:] = auc_a, auc_b, var(AUC_a − AUC_b) of one category (NaN where undefined)."""
+        P = positives.size
+        N = z_a.size - P
+        out[:] = np.nan
+        if P == 0 or N == 0:
+            return
+        d = np.zeros(z_a.size)
+        twice_a = _add_components(z_a, positives, 1.0, d)
+        twice_b = _add_components(z_b, positives, -1.0, d)  # d = V(a) − V(b), as one subtraction
+        out[0] = twice_a / (2.0 * P * N)
+        out[1] = twice_b / (2.0 * P * N)
+        if P >= 2 and N >= 2:
+            ss10, ss01 = _squared_deviations(d, positives)
+            out[2] = ss10 / (P - 1) / P + ss01 / (N - 1) / N  # np.var(ddof=1) / m + … / n
+
+    @njit(cache=True, nogil=True)
+    def _single_one(z, positives, out):
+        """out[:] = AUC, var(AUC) of one category (NaN where undefined)."""
+        P = positives.size
+        N = z.size - P
+        out[:] = np.nan
+        if P == 0 or N == 0:
+            return
+        v = np.zeros(z.size)
+        out[0] = _add_components(z, positives, 1.0, v) / (2.0 * P * N)
+        if P >= 2 and N >= 2:
+            ss10, ss01 = _squared_deviations(v, positives)
+            out[1] = ss10 * (1.0 / (P - 1)) / P + ss01 * (1.0 / (N - 1)) / N  # np.cov: × 1/(m − 1)
+
+    @njit(parallel=True, cache=True)
+    def _paired_rows(scores_a, scores_b, indptr, indices):
+        """(K, 3) of ``_paired_one`` for the columns of row-major scores_a, scores_b (n × K), the
+        positives of column k at indices[indptr[k]:indptr[k + 1]]; GROUP_COLUMNS columns are copied
+        out together (one pass over the rows per group)."""
+        n, K = scores_a.shape
+        out = np.empty((K, 3))
+        n_groups = (K + GROUP_COLUMNS - 1) // GROUP_COLUMNS
+        for g in prange(n_groups):
+            first = g * GROUP_COLUMNS
+            width = min(GROUP_COLUMNS, K - first)
+            z_a = np.empty((width, n))
+            z_b = np.empty((width, n))
+            for i in range(n):
+                for c in range(width):
+                    z_a[c, i] = scores_a[i, first + c]
+                    z_b[c, i] = scores_b[i, first + c]
+            for c in range(width):
+                k = first + c
+                _paired_one(z_a[c], z_b[c], indices[indptr[k]:indptr[k + 1]], out[k])
+        return out
+
+    @njit(parallel=True, cache=True)
+    def _paired_categories(scores_a, scores_b, indptr, indices):
+        """``_paired_rows`` for category-major scores (K × n: each category's scores contiguous)."""
+        K = scores_a.shape[0]
+        out = np.empty((K, 3))
+        for k in prange(K):
+            _paired_one(scores_a[k], scores_b[k], indices[indptr[k]:indptr[k + 1]], out[k])
+        return out
+
+    @njit(parallel=True, cache=True)
+    def _single_rows(scores, indptr, indices):
+        """(K, 2) of ``_single_one`` for the columns of row-major scores (n × K), as ``_paired_rows``."""
+        n, K = scores.shape
+        out = np.empty((K, 2))
+        n_groups = (K + GROUP_COLUMNS - 1) // GROUP_COLUMNS
+        for g in prange(n_groups):
+            first = g * GROUP_COLUMNS
+            width = min(GROUP_COLUMNS, K - first)
+            z = np.empty((width, n))
+            for i in range(n):
+                for c in range(width):
+                    z[c, i] = scores[i, first + c]
+            for c in range(width):
+                k = first + c
+                _single_one(z[c], indices[indptr[k]:indptr[k + 1]], out[k])
+        return out
+
+    @njit(parallel=True, cache=True)
+    def _single_categories(scores, indptr, indices):
+        """``_single_rows`` for category-major scores (K × n)."""
+        K = scores.shape[0]
+        out = np.empty((K, 2))
+        for k in prange(K):
+            _single_one(scores[k], indices[indptr[k]:indptr[k + 1]], out[k])
+        return out
+
+    @njit(parallel=True, cache=True)
+    def _component_columns(scores, positives):
+        """(n, k): V10 (positive rows) or V01 (negative rows) of each score column of one category;
+        NaN without a positive or a negative."""
+        n_docs, K = scores.shape
+        out = np.full((n_docs, K), np.nan)
+        if positives.size == 0 or positives.size == n_docs:
+            return out
+        for r in prange(K):
+            v = np.zeros(n_docs)
+            _add_components(np.ascontiguousarray(scores[:, r]), positives, 1.0, v)
+            out[:, r] = v
+        return out
+
+
+def _components_numpy(z: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, int]:
+    """(V10 or V01 of each document, 2 Σ_i h(X_i)) from scipy's midranks: the numpy path."""
+    from scipy.stats import rankdata
+
+    y = np.zeros(z.size, dtype=bool)
+    y[positives] = True
+    P, N = int(y.sum()), int(z.size - y.sum())
+    z = np.asarray(z, dtype=np.float64)
+    t_z = rankdata(z, method="average")
+    h = np.empty(z.size)
+    h[y] = t_z[y] - rankdata(z[y], method="average")  # T_Z − T_X
+    h[~y] = t_z[~y] - rankdata(z[~y], method="average")  # T_Z − T_Y
+    v = np.where(y, h / max(N, 1), 1.0 - h / max(P, 1))
+    return v, int(round(2 * h[y].sum()))
+
+
+def _variances_numpy(d: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(Σ (d − mean)² over the positives, the same over the negatives)."""
+    return float(np.sum((d[y] - d[y].mean()) ** 2)), float(np.sum((d[~y] - d[~y].mean()) ** 2))
+
+
+def paired_statistics(scores_a, scores_b, indptr, indices, category_major: bool = False,
+                      use_numba: bool = HAVE_NUMBA) -> np.ndarray:
+    """(K, 3): auc_a, auc_b, var(AUC_a − AUC_b) of the K column pairs of scores_a, scores_b (n × K
+    float32/float64 without NaN; K × n, rows contiguous, if ``category_major``), the positives of
+    category k at indices[indptr[k]:indptr[k + 1]] (ascending, no repeats). NaN AUCs without a
+    positive or a negative, NaN variance with fewer than two of either."""
+    indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+    if use_numba:
+        if category_major:
+            return _paired_categories(np.ascontiguousarray(scores_a), np.ascontiguousarray(scores_b), indptr, indices)
+        return _paired_rows(scores_a, scores_b, indptr, indices)
+    a, b = (scores_a.T, scores_b.T) if category_major else (scores_a, scores_b)
+    n_docs, K = a.shape
+    out = np.full((K, 3), np.nan)
+    for k in range(K):
+        positives = indices[indptr[k]:indptr[k + 1]]
+        P, N = positives.size, n_docs - positives.size
+        if P == 0 or N == 0:
+            continue
+        v_a, twice_a = _components_numpy(a[:, k], positives)
+        v_b, twice_b = _components_numpy(b[:, k], positives)
+        out[k, :2] = twice_a / (2.0 * P * N), twice_b / (2.0 * P * N)
+        if P >= 2 and N >= 2:
+            y = np.zeros(n_docs, dtype=bool)
+            y[positives] = True
+            ss10, ss01 = _variances_numpy(v_a - v_b, y)
+            out[k, 2] = ss10 / (P - 1) / P + ss01 / (N - 1) / N
+    return out
+
+
+def single_statistics(scores, indptr, indices, category_major: bool = False,
+                      use_numba: bool = HAVE_NUMBA) -> np.ndarray:
+    """(K, 2): the AUC of each column of scores and its DeLong variance (as ``paired_statistics``)."""
+    indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+    if use_numba:
+        if category_major:
+            return _single_categories(np.ascontiguousarray(scores), indptr, indices)
+        return _single_rows(scores, indptr, indices)
+    z = scores.T if category_major else scores
+    n_docs, K = z.shape
+    out = np.full((K, 2), np.nan)
+    for k in range(K):
+        positives = indices[indptr[k]:indptr[k + 1]]
+        P, N = positives.size, n_docs - positives.size
+        if P == 0 or N == 0:
+            continue
+        v, twice = _components_numpy(z[:, k], positives)
+        out[k, 0] = twice / (2.0 * P * N)
+        if P >= 2 and N >= 2:
+            y = np.zeros(n_docs, dtype=bool)
+            y[positives] = True
+            ss10, ss01 = _variances_numpy(v, y)
+            out[k, 1] = ss10 * (1.0 / (P - 1)) / P + ss01 * (1.0 / (N - 1)) / N
+    return out
+
+
+def component_columns(scores, positives, use_numba: bool = HAVE_NUMBA) -> np.ndarray:
+    """(n, k): each document's component (V10 for a positive, V01 for a negative) in each of the k
+    score columns of one category."""
+    positives = np.asarray(positives, np.int64)
+    if use_numba:
+        return _component_columns(scores, positives)
+    return np.column_stack([_components_numpy(scores[:, r], positives)[0] for r in range(scores.shape[1])])
+
+
+#: bound on the scores of the categories read together by ``column_blocks`` (bytes)
+COLUMN_BLOCK_BYTES = 1 << 29
+
+
+def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES):
+    """Blocks of categories from ``column(k) -> (y, scores, …)`` (labels and one or more score
+    vectors of category k), as many per block as fit in ``block_bytes`` of stacked scores:
+    yields (first k, indptr, indices, [(G, n) scores per score vector]), float32 kept, other
+    types as float64. Bad input raises ``MlnbError`` as ``significance`` does."""
+    from mlnb.errors import MlnbError
+
+    k = 0
+    while k < K:
+        y, *scores = column(k)
+        n = np.size(scores[0])
+        itemsize = max(np.dtype(_score_dtype(s)).itemsize for s in scores)
+        G = int(max(1, min(K - k, block_bytes // max(1, n * itemsize * len(scores)))))
+        indptr, indices, rows = [0], [], [[] for _ in scores]
+        for c in range(G):
+            if c:
+                y, *scores = column(k + c)
+            y = np.asarray(y).ravel().astype(bool)
+            vectors = [np.asarray(s).ravel() for s in scores]
+            for s in vectors:
+                if s.size != y.size or s.size != n:
+                    raise MlnbError(f"category {k + c}: y_true has {y.size} values but the scores have "
+                                    f"{s.size} (expected {n}, as category {k})")
+            positives = np.flatnonzero(y)
+            indices.append(positives)
+            indptr.append(indptr[-1] + positives.size)
+            for r, s in zip(rows, vectors):
+                r.append(s)
+        stacked = [np.stack(r).astype(np.result_type(*map(_score_dtype, r)), copy=False) for r in rows]
+        for s in stacked:
+            if np.isnan(s).any():
+                raise MlnbError("scores contain NaN")
+        yield k, np.asarray(indptr, np.int64), np.concatenate(indices).astype(np.int64), stacked
+        k += G
+
+
+def _score_dtype(scores) -> np.dtype:
+    dtype = np.asarray(scores).dtype
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
