@@ -304,6 +304,27 @@ def _variances_numpy(d: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(np.sum((d[y] - d[y].mean()) ** 2)), float(np.sum((d[~y] - d[~y].mean()) ** 2))
 
 
+def _statistics_numpy(columns, indptr, indices, variance) -> np.ndarray:
+    """(K, len(columns) + 1): each column's AUC, then ``variance(ss10, ss01, P, N)`` of d, the first
+    column's components minus the second's (or the only column's), per category; the numpy
+    counterpart of the kernels, NaN where they give NaN."""
+    n_docs, K = columns[0].shape
+    out = np.full((K, len(columns) + 1), np.nan)
+    for k in range(K):
+        positives = indices[indptr[k]:indptr[k + 1]]
+        P, N = positives.size, n_docs - positives.size
+        if P == 0 or N == 0:
+            continue
+        parts = [_components_numpy(z[:, k], positives) for z in columns]
+        out[k, :-1] = [twice / (2.0 * P * N) for _, twice in parts]
+        if P >= 2 and N >= 2:
+            y = np.zeros(n_docs, dtype=bool)
+            y[positives] = True
+            d = parts[0][0] - parts[1][0] if len(parts) == 2 else parts[0][0]
+            out[k, -1] = variance(*_variances_numpy(d, y), P, N)
+    return out
+
+
 def paired_statistics(scores_a, scores_b, indptr, indices, category_major: bool = False,
                       use_numba: bool = HAVE_NUMBA) -> np.ndarray:
     """(K, 3): auc_a, auc_b, var(AUC_a − AUC_b) of the K column pairs of scores_a, scores_b (n × K
@@ -315,23 +336,9 @@ def paired_statistics(scores_a, scores_b, indptr, indices, category_major: bool 
         if category_major:
             return _paired_categories(np.ascontiguousarray(scores_a), np.ascontiguousarray(scores_b), indptr, indices)
         return _paired_rows(scores_a, scores_b, indptr, indices)
-    a, b = (scores_a.T, scores_b.T) if category_major else (scores_a, scores_b)
-    n_docs, K = a.shape
-    out = np.full((K, 3), np.nan)
-    for k in range(K):
-        positives = indices[indptr[k]:indptr[k + 1]]
-        P, N = positives.size, n_docs - positives.size
-        if P == 0 or N == 0:
-            continue
-        v_a, twice_a = _components_numpy(a[:, k], positives)
-        v_b, twice_b = _components_numpy(b[:, k], positives)
-        out[k, :2] = twice_a / (2.0 * P * N), twice_b / (2.0 * P * N)
-        if P >= 2 and N >= 2:
-            y = np.zeros(n_docs, dtype=bool)
-            y[positives] = True
-            ss10, ss01 = _variances_numpy(v_a - v_b, y)
-            out[k, 2] = ss10 / (P - 1) / P + ss01 / (N - 1) / N
-    return out
+    columns = (scores_a.T, scores_b.T) if category_major else (scores_a, scores_b)
+    # as the kernel's _paired_one: np.var(ddof=1) / m + … / n
+    return _statistics_numpy(columns, indptr, indices, lambda ss10, ss01, P, N: ss10 / (P - 1) / P + ss01 / (N - 1) / N)
 
 
 def single_statistics(scores, indptr, indices, category_major: bool = False,
@@ -342,22 +349,9 @@ def single_statistics(scores, indptr, indices, category_major: bool = False,
         if category_major:
             return _single_categories(np.ascontiguousarray(scores), indptr, indices)
         return _single_rows(scores, indptr, indices)
-    z = scores.T if category_major else scores
-    n_docs, K = z.shape
-    out = np.full((K, 2), np.nan)
-    for k in range(K):
-        positives = indices[indptr[k]:indptr[k + 1]]
-        P, N = positives.size, n_docs - positives.size
-        if P == 0 or N == 0:
-            continue
-        v, twice = _components_numpy(z[:, k], positives)
-        out[k, 0] = twice / (2.0 * P * N)
-        if P >= 2 and N >= 2:
-            y = np.zeros(n_docs, dtype=bool)
-            y[positives] = True
-            ss10, ss01 = _variances_numpy(v, y)
-            out[k, 1] = ss10 * (1.0 / (P - 1)) / P + ss01 * (1.0 / (N - 1)) / N
-    return out
+    # as the kernel's _single_one: np.cov's × 1/(m − 1)
+    return _statistics_numpy((scores.T if category_major else scores,), indptr, indices,
+                             lambda ss10, ss01, P, N: ss10 * (1.0 / (P - 1)) / P + ss01 * (1.0 / (N - 1)) / N)
 
 
 def component_columns(scores, positives, use_numba: bool = HAVE_NUMBA) -> np.ndarray:

@@ -55,9 +55,10 @@ of holding half of it:
    sorted row crosses into each word block (``cuts``).
 2. word blocks (contiguous ranges of word ids with about equal numbers of
    non-zeros): for each word j of the block, g_j = Σ_i x_ij·d_i over the
-   documents in minibatch order, then the update of W_j (and S_j), fused. A
-   block's rows of G stay in cache while it accumulates; X_B is never
-   transposed (the former design spent ~20% of a pass in a serial transpose).
+   documents in minibatch order, then the update of W_j (and S_j), fused. Each
+   thread accumulates in its own G, one block in size and reused block after
+   block, so it stays in the core's cache; X_B is never transposed (the former
+   design spent ~20% of a pass in a serial transpose).
 
 Rows of W (and S, R) are read in the random order of the words: the kernels
 prefetch them a few non-zeros (or words) ahead, so that several are on their way
@@ -234,8 +235,11 @@ if HAVE_NUMBA:
 
         return signature, codegen
 
-    def _emit_prefetch(builder, pointer) -> None:
-        """llvm.prefetch(pointer, read, high locality, data cache)."""
+    def _emit_prefetch(context, builder, array_type, array_value, indices, index_types) -> None:
+        """llvm.prefetch(&array[indices], read, high locality, data cache)."""
+        array = context.make_array(array_type)(context, builder, array_value)
+        at = [context.cast(builder, value, value_type, types.intp) for value, value_type in zip(indices, index_types)]
+        pointer = cgutils.get_item_pointer(context, builder, array_type, array, at)
         byte_pointer = ir.IntType(8).as_pointer()
         prefetch = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer] + [ir.IntType(32)] * 3),
@@ -243,36 +247,19 @@ if HAVE_NUMBA:
         read, keep, data_cache = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
         builder.call(prefetch, [builder.bitcast(pointer, byte_pointer), read, keep, data_cache])
 
+    def _prefetch_codegen(context, builder, sig, args):
+        _emit_prefetch(context, builder, sig.args[0], args[0], args[1:], sig.args[1:])
+        return context.get_dummy_value()
+
     @intrinsic
     def _prefetch(typingctx, matrix, row, column):
         """Ask the CPU to bring the cache line of matrix[row, column] closer (no effect on results)."""
-        signature = types.void(matrix, row, column)
-
-        def codegen(context, builder, sig, args):
-            matrix_type = sig.args[0]
-            array = context.make_array(matrix_type)(context, builder, args[0])
-            at = [context.cast(builder, value, value_type, types.intp)
-                  for value, value_type in zip(args[1:], sig.args[1:])]
-            pointer = cgutils.get_item_pointer(context, builder, matrix_type, array, at)
-            _emit_prefetch(builder, pointer)
-            return context.get_dummy_value()
-
-        return signature, codegen
+        return types.void(matrix, row, column), _prefetch_codegen
 
     @intrinsic
     def _prefetch_at(typingctx, vector, index):
         """Ask the CPU to bring the cache line of vector[index] (1-D) closer (no effect on results)."""
-        signature = types.void(vector, index)
-
-        def codegen(context, builder, sig, args):
-            vector_type = sig.args[0]
-            array = context.make_array(vector_type)(context, builder, args[0])
-            at = [context.cast(builder, args[1], sig.args[1], types.intp)]
-            pointer = cgutils.get_item_pointer(context, builder, vector_type, array, at)
-            _emit_prefetch(builder, pointer)
-            return context.get_dummy_value()
-
-        return signature, codegen
+        return types.void(vector, index), _prefetch_codegen
 
     @njit(cache=True)
     def prefetch_span(vector, start, end):

@@ -92,9 +92,10 @@ if HAVE_NUMBA:
         mantissa[k] = m
 
     @njit(parallel=True, cache=True, error_model="numpy")  # the denominators are ≥ α > 0: no checks
-    def _multinomial(F, total, clip, complement, factor, alpha, out):
-        """out[w, k] = (F_kw + α)·factor_k / (F̄_kw + α), F̄ = total_w − F_kw (≥ 0 with clip);
-        without complement out[w, k] = (F_kw + α)·factor_k."""
+    def _ratios(F, total, clip, complement, factor, reference, alpha, out):
+        """out[w, k] = n_kw·factor_k / (F̄_kw + α), F̄ = total_w − F_kw (≥ 0 with clip), where the
+        numerator n_kw = reference_w when a reference is given, else F_kw + α; without complement
+        out[w, k] = n_kw·factor_k."""
         K, V = F.shape
         for block in prange((V + BLOCK - 1) // BLOCK):
             tile = np.empty((TILE, K))
@@ -104,29 +105,14 @@ if HAVE_NUMBA:
                 for w in range(w0, w1):
                     for k in range(K):
                         f = tile[w - w0, k]
+                        numerator = reference[w] if reference.size else f + alpha
                         if complement:
                             f_bar = total[w] - f
                             if clip and f_bar < 0.0:
                                 f_bar = 0.0
-                            out[w, k] = (f + alpha) * factor[k] / (f_bar + alpha)
+                            out[w, k] = numerator * factor[k] / (f_bar + alpha)
                         else:
-                            out[w, k] = (f + alpha) * factor[k]
-
-    @njit(parallel=True, cache=True, error_model="numpy")  # the denominators are ≥ α > 0: no checks
-    def _complement(F, total, clip, factor, reference, alpha, out):
-        """out[w, k] = factor_k · reference_w / (F̄_kw + α), F̄ = total_w − F_kw (≥ 0 with clip)."""
-        K, V = F.shape
-        for block in prange((V + BLOCK - 1) // BLOCK):
-            tile = np.empty((TILE, K))
-            for w0 in range(block * BLOCK, min(block * BLOCK + BLOCK, V), TILE):
-                w1 = min(w0 + TILE, V)
-                _transpose(F, w0, w1, tile)
-                for w in range(w0, w1):
-                    for k in range(K):
-                        f_bar = total[w] - tile[w - w0, k]
-                        if clip and f_bar < 0.0:
-                            f_bar = 0.0
-                        out[w, k] = factor[k] * reference[w] / (f_bar + alpha)
+                            out[w, k] = numerator * factor[k]
 
     @njit(parallel=True, cache=True, error_model="numpy")  # the denominators are ≥ α > 0: no checks
     def _bernoulli(F, N, total, N_bar, complement, alpha, out, log_absent):
@@ -195,11 +181,11 @@ if HAVE_NUMBA:
 
 
 def multinomial_ratios(F, total, clip: bool, complement: bool, factor, alpha: float, dtype) -> np.ndarray:
-    """r (V × K) in ``dtype``: (F + α)·factor / (F̄ + α) per word and category (see ``_multinomial``)."""
+    """r (V × K) in ``dtype``: (F + α)·factor / (F̄ + α) per word and category (see ``_ratios``)."""
     out = np.empty((F.shape[1], F.shape[0]), dtype=dtype)
     total = np.zeros(0) if total is None else total
     if HAVE_NUMBA:
-        _multinomial(np.ascontiguousarray(F), total, clip, complement, factor, alpha, out)
+        _ratios(np.ascontiguousarray(F), total, clip, complement, factor, np.zeros(0), alpha, out)
         return out
     ratio = (F + alpha) * factor[:, None]  # (K, V)
     if complement:
@@ -213,7 +199,8 @@ def complement_ratios(F, total, clip: bool, factor, reference, alpha: float, dty
     """r (V × K) in ``dtype``: factor_k · reference_w / (F̄_kw + α)."""
     out = np.empty((F.shape[1], F.shape[0]), dtype=dtype)
     if HAVE_NUMBA:
-        _complement(np.ascontiguousarray(F), total, clip, factor, reference, alpha, out)
+        reference = np.asarray(reference, dtype=np.float64)
+        _ratios(np.ascontiguousarray(F), total, clip, True, factor, reference, alpha, out)
         return out
     F_bar = total - F  # (K, V)
     out[:] = (factor[:, None] * reference / ((np.maximum(F_bar, 0.0) if clip else F_bar) + alpha)).T
