@@ -288,8 +288,10 @@ def main():
     parser.add_argument("--documents", type=int, help="synthetic documents, 80%% train (instead of --scale)")
     parser.add_argument("--repeats", type=int, default=2, help="timed runs per setting (minimum taken)")
     parser.add_argument("--mlnb-passes", type=int, nargs="+", default=[1, 2, 3, 4])
-    parser.add_argument("--fractions", type=float, nargs="*", default=[0.125, 0.25, 0.5],
-                        help="also one pass over this share of the training documents (mlnb and sklearn SGD)")
+    parser.add_argument("--fractions", type=float, nargs="*", default=[1 / 32, 1 / 16, 1 / 8, 3 / 16, 1 / 4, 3 / 8, 1 / 2,
+                                                                      3 / 4],
+                        help="also one pass over this share of the training documents (mlnb and sklearn SGD; the "
+                             "same shares for both, so that time to X is read off the same grid)")
     parser.add_argument("--sgd-passes", type=int, default=3, help="passes of each scikit-learn SGD run")
     parser.add_argument("--sgd-alphas", type=float, nargs="+", default=[1e-6, 1e-5, 1e-4])
     parser.add_argument("--vw-passes", type=int, nargs="+", default=[1, 2, 4, 8])

@@ -134,6 +134,10 @@ class ScipyKernel:
     def release(self) -> None:
         """Nothing to free (the interface of ``NumbaKernel.release``)."""
 
+    def weights_overflowed(self, W) -> bool:
+        """Whether W holds an infinite or NaN weight (asked once per pass)."""
+        return not np.isfinite(W).all()
+
     def step(self, X_B: sp.csr_matrix, Y_B: sp.csr_matrix, W, b, updater, R=None) -> float:
         updater.t += 1
         t, lrate, adagrad = updater.t, updater.lrate, updater.adagrad
@@ -413,16 +417,32 @@ if HAVE_NUMBA:
                 S[j, k] = s
                 W[j, k] -= lrate[k] * step_scale * g[k] / ((s * inv_t) ** vexp + eps)
 
+    _EXPONENT = np.uint32(0x7F800000)  # a float32's exponent bits: all ones for ±inf and NaN
+
+    @njit(cache=True)
+    def _exponent_max(W_bits, j):
+        """The largest exponent field (bits masked by _EXPONENT) in row j of W viewed as uint32."""
+        top = np.uint32(0)
+        for k in range(W_bits.shape[1]):
+            top = max(top, W_bits[j, k] & _EXPONENT)
+        return top
+
     @njit(parallel=True, cache=True, fastmath=True, error_model="numpy")
     def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, step_scale, t,
-                      adagrad, vexp, eps, l1, l2, R, counters, n_threads):
+                      adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
         g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j).
 
         Worker w accumulates its block's words in its own rows G[w, 0], G[w, 1], … in the order
         they first appear (slot[j], −1 when not in use), listed in touched[w]: a worker's G holds
         one block and is reused block after block, so it stays in the core's cache (and a small
-        fit does not spend its time zeroing fresh pages of a G sized for all words)."""
+        fit does not spend its time zeroing fresh pages of a G sized for all words).
+
+        overflowed[w] is set to 1 when worker w leaves an infinite or NaN weight in a row it
+        updated (W_bits is W viewed as uint32: exponent bits all ones). Only updated rows can
+        change, so a pass need not scan all of W afterwards (V × K values, ~1.3 ms for RCV1's
+        shape: a tenth of a small fit). Bits, not ``np.isfinite``: under fastmath the compiler
+        may assume that no float is infinite or NaN and fold such a test away."""
         m, K = D.shape
         n_blocks = cuts.shape[0] - 1
         inv_m = np.float32(1.0 / m)
@@ -465,6 +485,8 @@ if HAVE_NUMBA:
                         g[k] *= inv_m
                     _update_row(W, S, g, j, lrate, step32, inv_t, adagrad, square_root, vexp32, eps32,
                                 l1_32, l2_32, R)
+                    if _exponent_max(W_bits, j) == _EXPONENT:
+                        overflowed[worker] = 1
                     slot[j] = -1
 
     @njit(cache=True)
@@ -511,6 +533,7 @@ class NumbaKernel:
         self.first_words = word_blocks(counts, min(self.n_blocks, V))  # (B,)
         self.slot = np.full(V, -1, dtype=np.int64)
         self.counters = np.zeros(2, dtype=np.int64)
+        self.overflowed = np.zeros(numba.config.NUMBA_NUM_THREADS, dtype=np.int64)  # one flag per worker
         self.policy = ThreadPolicy()
         self.K = K
 
@@ -529,6 +552,14 @@ class NumbaKernel:
             workers, rows = max(workers, have[0]), max(rows, have[1], 1)
             self.G = np.zeros((workers, rows, self.K), dtype=np.float32)
             self.touched = np.zeros((workers, rows), dtype=np.int64)
+
+    def weights_overflowed(self, W) -> bool:
+        """Whether a step since the last call left an infinite or NaN weight in W. The steps flag
+        the rows they update; the rest of W is as it was, finite (coef_init and restored states
+        are checked), so W itself is not scanned."""
+        overflowed = bool(self.overflowed.any())
+        self.overflowed[:] = 0
+        return overflowed
 
     def release(self) -> None:
         """Free the work buffers between calls (they grow again at the next step): a fitted model
@@ -561,7 +592,8 @@ class NumbaKernel:
             self._grow_blocks(threads, _block_rows(cuts, self.first_words, self.n_features))
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
                           updater.lrate, t ** (-updater.texp), float(t), updater.adagrad,
-                          updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads)
+                          updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads,
+                          W.view(np.uint32), self.overflowed)
         finally:
             if threads != available:
                 numba.set_num_threads(available)

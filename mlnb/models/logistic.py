@@ -293,8 +293,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
                word_counts=None) -> _Training:
         """A new training: W (coef_init or 0), b (intercept_init, else the priors of ``counts``, else
         those of the first buffer, at the first minibatch), a fresh updater and generator."""
-        W = np.zeros((V, K), dtype=np.float32) if coef_init is None else \
-            np.array(coef_init, dtype=np.float32, order="C", copy=True)
+        with np.errstate(over="ignore"):  # a value beyond float32 becomes inf, refused below
+            W = np.zeros((V, K), dtype=np.float32) if coef_init is None else \
+                np.array(coef_init, dtype=np.float32, order="C", copy=True)
         if intercept_init is not None:
             b = np.array(intercept_init, dtype=np.float32, copy=True)
         elif counts is not None:  # start at each category's (class's) smoothed training prior
@@ -304,6 +305,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         if W.shape != (V, K) or (b is not None and b.shape != (K,)):
             raise MlnbError(f"coef_init must be ({V}, {K}) and intercept_init ({K},); got {W.shape} "
                             f"and {None if b is None else b.shape}")
+        if coef_init is not None and not np.isfinite(W).all() or b is not None and not np.isfinite(b).all():
+            raise MlnbError("coef_init and intercept_init must be finite float32 values (|w| < 3.4e38), got "
+                            "infinite or NaN values")
         R = self._scale(scale, V, K)
         self.__dict__.pop("weights_prime_", None)  # from an earlier fit with a scale
         updater = Updater(self.updater, lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2, V, K)
@@ -493,7 +497,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         if training.reference is None:  # the all-prior model's loss, or the start's if higher
             training.reference = max(_prior_loss(*training.counts, link), training.start_loss)
         per = n * units  # the loss is per document and category, or per document
-        if not (np.isfinite(W).all() and np.isfinite(training.b).all()):
+        if kernel.weights_overflowed(W) or not np.isfinite(training.b).all():
             raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {self.lrate} is too large "
                             "for these data; lower it")
         if not loss / per <= DIVERGENCE_FACTOR * training.reference:
@@ -561,6 +565,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         b = np.array(state["bias"], dtype=np.float32, copy=True)
         if W.ndim != 2 or b.shape != (W.shape[1],):
             raise MlnbError(f"the state's weights must be (V, K) and bias (K,), got {W.shape} and {b.shape}")
+        if not (np.isfinite(W).all() and np.isfinite(b).all()):
+            raise MlnbError("the state's weights and bias must be finite float32 values, got infinite or NaN values")
         V, K = W.shape
         lrate = self._check_params(K)
         updater = Updater(self.updater, lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2, V, K)

@@ -115,10 +115,49 @@ def test_nb_warm_start_starts_lower(small_corpus):
     assert warm.history_[0]["train_loss"] < cold.history_[0]["train_loss"]
 
 
-def test_huge_learning_rate_is_a_clear_error(small_corpus):
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_huge_learning_rate_is_a_clear_error(small_corpus, kernel):
     with pytest.raises(MlnbError, match="overflowed .* lrate"):
-        LogisticRegression(updater="sgd", lrate=1e38, npasses=1).fit(small_corpus.X_train * 1e3,
-                                                                       small_corpus.Y_train)
+        LogisticRegression(updater="sgd", lrate=1e38, npasses=1, kernel=kernel).fit(small_corpus.X_train * 1e3,
+                                                                                       small_corpus.Y_train)
+
+
+def test_the_numba_steps_flag_an_overflow_in_any_row_they_update(small_corpus):
+    """The numba kernel does not scan W after a pass: its steps flag the rows they update. One
+    category's weights overflow (a huge lrate for it alone) and the pass must still fail."""
+    K = small_corpus.Y_train.shape[1]
+    rates = np.full(K, 0.1)
+    rates[K // 2] = 1e38
+    with pytest.raises(MlnbError, match="overflowed in pass 1"):
+        LogisticRegression(updater="sgd", lrate=rates, npasses=1).fit(small_corpus.X_train * 1e3,
+                                                                      small_corpus.Y_train)
+    fitted = LogisticRegression(updater="sgd", lrate=0.1, npasses=2).fit(small_corpus.X_train, small_corpus.Y_train)
+    assert np.isfinite(fitted.weights_).all() and not fitted._training.kernel.weights_overflowed(fitted.weights_)
+
+
+def test_exponent_bits_find_exactly_the_non_finite_values():
+    from mlnb.models._glm_kernels import _exponent_max, _EXPONENT
+
+    big = np.finfo(np.float32).max
+    rows = np.array([[0.0, 1.0, -big, big, 1e-45], [0.0, np.inf, 0.0, 0.0, 0.0], [-np.inf, 0.0, 0.0, 0.0, 0.0],
+                     [0.0, 0.0, 0.0, 0.0, np.nan]], dtype=np.float32)
+    flagged = [_exponent_max(rows.view(np.uint32), j) == _EXPONENT for j in range(rows.shape[0])]
+    assert flagged == [False, True, True, True]
+
+
+def test_non_finite_starting_weights_are_refused(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    V, K = X.shape[1], Y.shape[1]
+    W = np.zeros((V, K))
+    W[3, 1] = np.nan
+    with pytest.raises(MlnbError, match="coef_init and intercept_init must be finite"):
+        LogisticRegression().fit(X, Y, coef_init=W)
+    with pytest.raises(MlnbError, match="coef_init and intercept_init must be finite"):
+        LogisticRegression().fit(X, Y, coef_init=np.full((V, K), 1e39))  # beyond float32
+    state = LogisticRegression(npasses=1).fit(X, Y).get_state()
+    state["weights"] = W
+    with pytest.raises(MlnbError, match="state's weights and bias must be finite"):
+        LogisticRegression().set_state(state)
 
 
 def test_extreme_scores_stay_finite(small_corpus):
