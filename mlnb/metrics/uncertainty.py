@@ -391,7 +391,7 @@ def bootstrap_replicates(Y_true, scores, decisions=None, threshold: float = 0.5,
         positives = np.asarray(Yt @ W)  # (K, B)
         evaluable = (positives > 0) & (positives < n) & pooled[:, None]  # (K, B)
         if wants_auc:
-            per_category, micro = plan.aucs(W, use_numba)  # (B, K), (B,)
+            per_category, micro = plan.aucs(_compact_counts(W), use_numba)  # (B, K), (B,)
             if "macro_auc" in values:
                 values["macro_auc"][rows] = _masked_mean(per_category.T, evaluable)
             if "micro_auc" in values:
@@ -409,6 +409,18 @@ def bootstrap_replicates(Y_true, scores, decisions=None, threshold: float = 0.5,
                     values[m][rows] = _masked_mean(per_category[name], evaluable) if kind == "macro" \
                         else pooled_values[name]
     return values
+
+
+def _compact_counts(W: np.ndarray) -> np.ndarray:
+    """The resample weights (whole numbers) in the narrowest unsigned type that holds them: the AUC
+    sums read one row of W per sorted item, in random document order, and 20,000 × 32 weights take
+    640 KB as uint8 (in a core's L2 cache) against 5 MB as float64. The sums are the same: every
+    weight converts exactly, and they are added in float64 as before."""
+    top = W.max(initial=0.0)
+    for dtype in (np.uint8, np.uint16):
+        if top <= np.iinfo(dtype).max:
+            return W.astype(dtype)
+    return W
 
 
 def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -582,6 +582,8 @@ class NumbaKernel:
         work = float(X_B.nnz + 8 * m) * self.K
         available = numba.get_num_threads()
         threads = self.policy.choose(work, available)
+        if self.overflowed.size < threads:  # unpickled in a process with more threads
+            self.overflowed = np.concatenate([self.overflowed, np.zeros(threads - self.overflowed.size, np.int64)])
         started = time.perf_counter()
         if threads != available:
             numba.set_num_threads(threads)

@@ -202,3 +202,22 @@ def test_bootstrap_plan_same_for_one_and_two_numba_threads(output_with_numba_thr
     one, two = output_with_numba_threads(script, 1), output_with_numba_threads(script, 2)
     assert (one[0], two[0]) == ("1", "2")
     assert one[1] == two[1]
+
+
+@pytest.mark.parametrize("use_numba", [True, False] if HAVE_NUMBA else [False])
+@pytest.mark.parametrize("top, dtype", [(255, np.uint8), (256, np.uint16), (65_535, np.uint16), (65_536, np.float64)])
+def test_narrow_resample_weights_give_the_same_aucs(use_numba, top, dtype):
+    # the weights are whole numbers: in uint8 or uint16 the AUC sums must be exactly those of float64
+    from mlnb.metrics.uncertainty import _AucPlan, _compact_counts
+
+    rng = np.random.default_rng(6)
+    n, K, B = 300, 6, 9
+    Y = rng.random((n, K)) < np.linspace(0.1, 0.6, K)
+    scores = np.round(rng.normal(size=Y.shape) + Y, 1)
+    W = rng.integers(0, 4, size=(n, B)).astype(np.float64)
+    W[rng.integers(0, n), rng.integers(0, B)] = top
+    compact = _compact_counts(W)
+    assert compact.dtype == dtype and np.array_equal(compact, W)
+    plan = _AucPlan(sp.csc_matrix(Y, dtype=np.float64), scores, np.ones(K, dtype=bool), True, use_numba)
+    for expected, got in zip(plan.aucs(W, use_numba), plan.aucs(compact, use_numba)):
+        np.testing.assert_array_equal(got, expected)
