@@ -210,23 +210,30 @@ if HAVE_NUMBA:
             ss10, ss01 = _squared_deviations(v, positives)
             out[1] = ss10 * (1.0 / (P - 1)) / P + ss01 * (1.0 / (N - 1)) / N  # np.cov: × 1/(m − 1)
 
+    @njit(cache=True)
+    def _column_group(scores, first, width):
+        """Columns first … first + width − 1 of row-major scores (n × K) as a (width, n) float64
+        array, each column contiguous: one pass over the rows for the whole group."""
+        n = scores.shape[0]
+        z = np.empty((width, n))
+        for i in range(n):
+            for c in range(width):
+                z[c, i] = scores[i, first + c]
+        return z
+
     @njit(parallel=True, cache=True)
     def _paired_rows(scores_a, scores_b, indptr, indices):
         """(K, 3) of ``_paired_one`` for the columns of row-major scores_a, scores_b (n × K), the
         positives of column k at indices[indptr[k]:indptr[k + 1]]; GROUP_COLUMNS columns are copied
-        out together (one pass over the rows per group)."""
-        n, K = scores_a.shape
+        out together (``_column_group``)."""
+        K = scores_a.shape[1]
         out = np.empty((K, 3))
         n_groups = (K + GROUP_COLUMNS - 1) // GROUP_COLUMNS
         for g in prange(n_groups):
             first = g * GROUP_COLUMNS
             width = min(GROUP_COLUMNS, K - first)
-            z_a = np.empty((width, n))
-            z_b = np.empty((width, n))
-            for i in range(n):
-                for c in range(width):
-                    z_a[c, i] = scores_a[i, first + c]
-                    z_b[c, i] = scores_b[i, first + c]
+            z_a = _column_group(scores_a, first, width)
+            z_b = _column_group(scores_b, first, width)
             for c in range(width):
                 k = first + c
                 _paired_one(z_a[c], z_b[c], indices[indptr[k]:indptr[k + 1]], out[k])
@@ -244,16 +251,13 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _single_rows(scores, indptr, indices):
         """(K, 2) of ``_single_one`` for the columns of row-major scores (n × K), as ``_paired_rows``."""
-        n, K = scores.shape
+        K = scores.shape[1]
         out = np.empty((K, 2))
         n_groups = (K + GROUP_COLUMNS - 1) // GROUP_COLUMNS
         for g in prange(n_groups):
             first = g * GROUP_COLUMNS
             width = min(GROUP_COLUMNS, K - first)
-            z = np.empty((width, n))
-            for i in range(n):
-                for c in range(width):
-                    z[c, i] = scores[i, first + c]
+            z = _column_group(scores, first, width)
             for c in range(width):
                 k = first + c
                 _single_one(z[c], indices[indptr[k]:indptr[k + 1]], out[k])

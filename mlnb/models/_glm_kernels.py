@@ -573,6 +573,13 @@ class NumbaKernel:
             state.pop(name, None)
         return state
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        # one flag per worker of THIS process (it may run more threads than the one that pickled)
+        flags = np.zeros(max(numba.config.NUMBA_NUM_THREADS, self.overflowed.size), dtype=np.int64)
+        flags[0] = self.overflowed.any()
+        self.overflowed = flags
+
     def step(self, X_B: sp.csr_matrix, Y_B: sp.csr_matrix, W, b, updater, R=None) -> float:
         m = X_B.shape[0]
         self._grow(m)
@@ -582,8 +589,6 @@ class NumbaKernel:
         work = float(X_B.nnz + 8 * m) * self.K
         available = numba.get_num_threads()
         threads = self.policy.choose(work, available)
-        if self.overflowed.size < threads:  # unpickled in a process with more threads
-            self.overflowed = np.concatenate([self.overflowed, np.zeros(threads - self.overflowed.size, np.int64)])
         started = time.perf_counter()
         if threads != available:
             numba.set_num_threads(threads)

@@ -135,6 +135,19 @@ def test_the_numba_steps_flag_an_overflow_in_any_row_they_update(small_corpus):
     assert np.isfinite(fitted.weights_).all() and not fitted._training.kernel.weights_overflowed(fitted.weights_)
 
 
+def test_an_unpickled_kernel_has_a_flag_per_thread_and_keeps_a_raised_one(small_corpus):
+    import pickle
+
+    import numba
+
+    fitted = LogisticRegression(npasses=1).fit(small_corpus.X_train, small_corpus.Y_train)
+    kernel = fitted._training.kernel
+    kernel.overflowed = np.array([1], dtype=np.int64)  # as pickled by a one-thread process, raised
+    restored = pickle.loads(pickle.dumps(kernel))
+    assert restored.overflowed.size >= numba.config.NUMBA_NUM_THREADS
+    assert restored.weights_overflowed(fitted.weights_) and not restored.weights_overflowed(fitted.weights_)
+
+
 def test_exponent_bits_find_exactly_the_non_finite_values():
     from mlnb.models._glm_kernels import _exponent_max, _EXPONENT
 
