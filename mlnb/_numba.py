@@ -2,10 +2,13 @@
 
 Every kernel has a numpy/scipy path too, so mlnb still runs (slower) without numba. Importing this
 module, before any kernel runs, also lets OpenMP's threads wait passively (``_wait_passively``), so
-that every kernel behaves well beside other busy processes whatever the import order.
+that every kernel behaves well beside other busy processes whatever the import order, and lets
+malloc reuse the large blocks of one fit for the next (``mlnb._memory``).
 """
 
 import os
+
+from mlnb._memory import reuse_freed_blocks
 
 
 def _wait_passively() -> None:
@@ -36,4 +39,16 @@ except ImportError:  # pragma: no cover - numba is a declared dependency
     HAVE_NUMBA = False
     njit = prange = None
 
-__all__ = ["HAVE_NUMBA", "njit", "prange"]
+reuse_freed_blocks()  # the numpy paths allocate the same V × K arrays
+
+#: fastmath flags for the compiled float work: IEEE arithmetic (no reassociation, no contraction into
+#: FMA, no approximate reciprocals or functions), only the assumptions that no value is NaN or
+#: infinite and that the sign of zero does not matter. Then a value does not depend on whether it
+#: is computed in a vector lane or in a loop's scalar remainder. With fastmath=True, the code numba
+#: compiles in a fresh process and the same functions loaded from its cache in the next process
+#: vectorised differently and gave other last bits (the weights of a 2-pass LR fit differed), so
+#: the first run after installing gave other numbers than every later run. A reduction whose
+#: order would then depend on the vector width is written as a loop in order.
+IEEE = {"nnan", "ninf", "nsz"}
+
+__all__ = ["HAVE_NUMBA", "IEEE", "njit", "prange"]

@@ -62,7 +62,10 @@ of holding half of it:
 
 Rows of W (and S, R) are read in the random order of the words: the kernels
 prefetch them a few non-zeros (or words) ahead, so that several are on their way
-from memory at once; this halves the time of the forward product.
+from memory at once; this halves the time of the forward product. The links use
+``_float32_math``'s exp and log1p, plain arithmetic that runs 16 categories at a
+time, instead of one C library call per value (the sigmoid went from ~0.2 to
+~0.07 s of a pass over 200k documents).
 
 Every document's z_i and d_i and every word's g_j is summed by one thread in a
 fixed order (words in order of position, documents in minibatch order), so the
@@ -85,7 +88,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logsumexp, softmax
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._numba import HAVE_NUMBA, IEEE, njit, prange
 
 #: the links a kernel can take: sigmoid for multilabel, softmax for multiclass
 LINKS = ("sigmoid", "softmax")
@@ -225,6 +228,9 @@ if HAVE_NUMBA:
     from numba.core import cgutils
     from numba.core.extending import intrinsic
 
+    from mlnb.models._float32_math import exp_nonpositive, log1p_unit
+
+
 
     @intrinsic
     def _claim(typingctx, counters, index):
@@ -280,7 +286,7 @@ if HAVE_NUMBA:
         for column in range(0, matrix.shape[1], 16):
             _prefetch(matrix, row, column)
 
-    @njit(cache=True, fastmath=True, error_model="numpy")
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _forward_row(indptr, indices, data, i, W, b, R, D):
         """D_i = z_i = b + Σ_p x_ip·W_j (R None) or b + Σ_p x_ip·(R_j ∘ W_j).
 
@@ -304,11 +310,21 @@ if HAVE_NUMBA:
                 for k in range(K):
                     D[i, k] += v * (R[j, k] * W[j, k])
 
-    @njit(cache=True, fastmath=True, error_model="numpy")
-    def _sigmoid_row(y_indptr, y_indices, i, D):
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _sum_in_order(terms):
+        """Σ_k terms[k], left to right in float32 (the same bits however the caller vectorised)."""
+        total = np.float32(0.0)
+        for k in range(terms.size):
+            total += terms[k]
+        return total
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _sigmoid_row(y_indptr, y_indices, i, D, terms):
         """D_i: z_i -> σ(z_i) − y_i in place; returns Σ_k softplus(z_ik) − y_ik·z_ik.
 
-        Everything stays float32: a float64 constant here makes this loop ~10× slower.
+        Everything stays float32: a float64 constant here makes this loop ~10× slower. exp and
+        log1p are ``_float32_math``'s, so that the loop over categories runs in vector lanes;
+        the softplus terms go to ``terms`` (K, the worker's scratch) and are summed in order after.
         """
         K = D.shape[1]
         zero, one = np.float32(0.0), np.float32(1.0)
@@ -317,20 +333,21 @@ if HAVE_NUMBA:
             loss -= D[i, y_indices[q]]
         for k in range(K):
             z = D[i, k]
-            e = np.exp(-np.abs(z))
-            loss += max(z, zero) + np.log1p(e)  # softplus(z), no overflow
+            e = exp_nonpositive(-np.abs(z))
+            terms[k] = max(z, zero) + log1p_unit(e)  # softplus(z), no overflow
             s = one / (one + e)
             D[i, k] = s if z >= zero else e * s  # σ(z)
+        loss += _sum_in_order(terms[:K])
         for q in range(y_indptr[i], y_indptr[i + 1]):
             D[i, y_indices[q]] -= one
         return loss
 
-    @njit(cache=True, fastmath=True, error_model="numpy")
-    def _softmax_row(y_indptr, y_indices, i, D):
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _softmax_row(y_indptr, y_indices, i, D, terms):
         """D_i: z_i -> softmax(z_i) − y_i in place; returns logsumexp(z_i) − z_i·y_i.
 
         Subtracting the row's max keeps every exponent ≤ 0 (no overflow) and the sum ≥ 1
-        (no log 0). float32 throughout, as in the sigmoid row.
+        (no log 0). float32 throughout, as in the sigmoid row; ``terms`` is unused.
         """
         K = D.shape[1]
         zero, one = np.float32(0.0), np.float32(1.0)
@@ -340,11 +357,9 @@ if HAVE_NUMBA:
         top = D[i, 0]
         for k in range(1, K):
             top = max(top, D[i, k])
-        total = zero
         for k in range(K):
-            e = np.exp(D[i, k] - top)
-            D[i, k] = e
-            total += e
+            D[i, k] = exp_nonpositive(D[i, k] - top)
+        total = _sum_in_order(D[i, :K])
         loss += top + np.log(total)  # logsumexp(z_i)
         inv_total = one / total
         for k in range(K):
@@ -364,15 +379,17 @@ if HAVE_NUMBA:
             cuts[block, i] = p
         cuts[first_words.size, i] = end
 
-    @njit(parallel=True, cache=True, fastmath=True, error_model="numpy")
+    @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _documents_region(indptr, indices, data, y_indptr, y_indices, W, b, R, softmax_link, D, losses,
-                          first_words, cuts, counters, n_threads, docs_per_piece):
+                          first_words, cuts, counters, n_threads, docs_per_piece, terms):
         """Region 1: D_i = link(b + x_i·(R ∘)W) − y_i, losses[i], and the cuts of row i, for every
-        document i; pieces of ``docs_per_piece`` documents claimed from counters[0]."""
+        document i; pieces of ``docs_per_piece`` documents claimed from counters[0]; terms[w] is
+        worker w's scratch row (K)."""
         m = D.shape[0]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
         counters[0] = 0
-        for _ in prange(n_threads):
+        for worker in prange(n_threads):
+            scratch = terms[worker]
             while True:
                 piece = _claim(counters, 0)
                 if piece >= n_pieces:
@@ -380,16 +397,16 @@ if HAVE_NUMBA:
                 for i in range(piece * docs_per_piece, min(m, (piece + 1) * docs_per_piece)):
                     _forward_row(indptr, indices, data, i, W, b, R, D)
                     if softmax_link:
-                        losses[i] = _softmax_row(y_indptr, y_indices, i, D)
+                        losses[i] = _softmax_row(y_indptr, y_indices, i, D, scratch)
                     else:
-                        losses[i] = _sigmoid_row(y_indptr, y_indices, i, D)
+                        losses[i] = _sigmoid_row(y_indptr, y_indices, i, D, scratch)
                     _cut_row(indptr, indices, i, first_words, cuts)
         total = 0.0  # a serial float64 sum: exact for float32 terms of similar size, in any order
         for i in range(m):
             total += losses[i]
         return total
 
-    @njit(cache=True, fastmath=True, error_model="numpy")
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _update_row(W, S, g, j, lrate, step_scale, inv_t, adagrad, square_root, vexp, eps, l1, l2, R):
         """g = (R_j ∘) g + l2·W_j + l1·sign(W_j); then S_j += g², W_j −= … (adagrad) or W_j −= … (sgd)."""
         K = W.shape[1]
@@ -427,7 +444,7 @@ if HAVE_NUMBA:
             top = max(top, W_bits[j, k] & _EXPONENT)
         return top
 
-    @njit(parallel=True, cache=True, fastmath=True, error_model="numpy")
+    @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, step_scale, t,
                       adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
@@ -531,7 +548,7 @@ class NumbaKernel:
         self.n_features = V
         counts = np.ones(V) if word_counts is None else np.asarray(word_counts, dtype=np.float64) + 1.0
         self.first_words = word_blocks(counts, min(self.n_blocks, V))  # (B,)
-        self.slot = np.full(V, -1, dtype=np.int64)
+        self.slot = np.full(V, -1, dtype=np.int32)
         self.counters = np.zeros(2, dtype=np.int64)
         self.overflowed = np.zeros(numba.config.NUMBA_NUM_THREADS, dtype=np.int64)  # one flag per worker
         self.policy = ThreadPolicy()
@@ -544,6 +561,9 @@ class NumbaKernel:
             self.D = np.zeros((m, self.K), dtype=np.float32)
             self.losses = np.zeros(m, dtype=np.float32)
             self.cuts = np.zeros((self.first_words.size + 1, m), dtype=np.int64)
+        threads = numba.get_num_threads()
+        if not hasattr(self, "terms") or self.terms.shape[0] < threads:
+            self.terms = np.zeros((threads, self.K), dtype=np.float32)  # each worker's softplus terms
 
     def _grow_blocks(self, workers: int, rows: int) -> None:
         """Each worker's rows of G, for blocks of up to ``rows`` distinct words."""
@@ -564,12 +584,12 @@ class NumbaKernel:
     def release(self) -> None:
         """Free the work buffers between calls (they grow again at the next step): a fitted model
         keeps its weights and updater state, not the scratch of its last minibatch."""
-        for name in ("D", "losses", "cuts", "G", "touched"):
+        for name in ("D", "losses", "cuts", "terms", "G", "touched"):
             self.__dict__.pop(name, None)
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for name in ("D", "losses", "cuts", "G", "touched"):
+        for name in ("D", "losses", "cuts", "terms", "G", "touched"):
             state.pop(name, None)
         return state
 
@@ -595,7 +615,7 @@ class NumbaKernel:
         try:
             loss = _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, R,
                                      self.softmax_link, D, losses, self.first_words, cuts, self.counters,
-                                     threads, self.docs_per_piece)
+                                     threads, self.docs_per_piece, self.terms)
             self._grow_blocks(threads, _block_rows(cuts, self.first_words, self.n_features))
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
                           updater.lrate, t ** (-updater.texp), float(t), updater.adagrad,

@@ -20,12 +20,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._numba import HAVE_NUMBA, IEEE, njit, prange
 
 # below this many multiply-adds the thread start-up costs more than it saves
 _NUMBA_MIN_WORK = 2_000_000
 
 if HAVE_NUMBA:
+    from mlnb.models._float32_math import sigmoid as sigmoid32
 
     def _csr_times_dense_rows(indptr, indices, data, W, b, binary, sigmoid, out):
         n, K = out.shape
@@ -38,13 +39,15 @@ if HAVE_NUMBA:
                 v = (one if data[p] > 0 else np.float32(0.0)) if binary else data[p]
                 for k in range(K):
                     out[i, k] += v * W[j, k]
-            if sigmoid:
+            if sigmoid:  # _float32_math's σ: the loop runs in vector lanes (np.exp is a call per value)
                 for k in range(K):
-                    out[i, k] = one / (one + np.exp(-out[i, k]))
+                    out[i, k] = sigmoid32(out[i, k])
 
-    # one loop, compiled twice: the rows' arithmetic is identical, only the threads differ
-    _csr_times_dense = njit(parallel=True, cache=True, fastmath=True)(_csr_times_dense_rows)
-    _csr_times_dense_serial = njit(cache=True, fastmath=True)(_csr_times_dense_rows)
+    # one loop, compiled twice: the rows' arithmetic is identical, only the threads differ. IEEE
+    # arithmetic (no FMA contraction or approximate reciprocals), so that the two compilations, and
+    # numba's fresh and cached code, give the same bits whatever they vectorise (see mlnb._numba.IEEE)
+    _csr_times_dense = njit(parallel=True, cache=True, fastmath=IEEE)(_csr_times_dense_rows)
+    _csr_times_dense_serial = njit(cache=True, fastmath=IEEE)(_csr_times_dense_rows)
 
 
 def linear_scores(X: sp.csr_matrix, W: np.ndarray, b: np.ndarray, binary: bool = False,

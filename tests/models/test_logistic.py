@@ -420,3 +420,32 @@ def test_same_results_for_one_and_two_numba_threads():
     one, two = run(1), run(2)
     assert (one[0], two[0]) == ("1", "2")
     assert one[1] == two[1]
+
+
+def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(tmp_path):
+    """The first process compiles the kernels into an empty NUMBA_CACHE_DIR, the second loads them
+    from it: the same weights, losses and probabilities (with fastmath=True they differed in the
+    last bits, so a user's first run disagreed with every later one; see mlnb._numba.IEEE)."""
+    script = textwrap.dedent("""
+        import hashlib, numpy as np
+        from mlnb.data.synthetic import make_rcv1_like
+        from mlnb.models.logistic import LogisticRegression
+        data = make_rcv1_like(n_documents=2000, n_features=1000, n_categories=20, seed=7)
+        fits = [LogisticRegression(npasses=2, batch_size=300, l1=1e-6).fit(data.X_train, data.Y_train),
+                LogisticRegression(npasses=2, batch_size=300, task="multiclass").fit(
+                    data.X_train, np.asarray(data.Y_train.argmax(axis=1)).ravel())]
+        parts = [m.weights_.tobytes() + m.bias_.tobytes() for m in fits]
+        parts += [fits[0].predict_proba(data.X_test).tobytes(), fits[0].predict_proba(data.X_test[:5]).tobytes()]
+        print(hashlib.sha256(b"".join(parts)).hexdigest(), [r["train_loss"] for m in fits for r in m.history_])
+    """)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    fresh = run()
+    assert any(tmp_path.rglob("*.nbc")), "the first run should have filled the empty cache"
+    assert run() == fresh
