@@ -479,15 +479,19 @@ if HAVE_NUMBA:
                     for p in range(cuts[block, i], cuts[block + 1, i]):
                         j = indices[p]
                         v = data[p]
-                        if slot[j] < 0:
-                            slot[j] = n_words
-                            listed[n_words] = j
+                        c = slot[j]
+                        if c < 0:  # the word's first non-zero in this block: g_j = x_ij·d_i (= 0 + x_ij·d_i)
+                            c = n_words
+                            slot[j] = c
+                            listed[c] = j
                             n_words += 1
+                            g = Gw[c]
                             for k in range(K):
-                                Gw[slot[j], k] = np.float32(0.0)
-                        g = Gw[slot[j]]
-                        for k in range(K):
-                            g[k] += v * D[i, k]
+                                g[k] = v * D[i, k]
+                        else:
+                            g = Gw[c]
+                            for k in range(K):
+                                g[k] += v * D[i, k]
                 for c in range(n_words):
                     if c + PREFETCH_AHEAD < n_words:
                         ahead = listed[c + PREFETCH_AHEAD]
