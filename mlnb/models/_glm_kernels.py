@@ -230,8 +230,6 @@ if HAVE_NUMBA:
 
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
 
-
-
     @intrinsic
     def _claim(typingctx, counters, index):
         """counters[index]++ atomically; returns the value before (the piece of work claimed)."""
