@@ -198,10 +198,9 @@ def fingerprint_problem():
 
 
 #: weights_[:3], bias_ and the per-pass training losses of the engine before it took minibatches
-#: (commit dfb3fcf); the new engine reproduces them bit for bit on the machine that recorded them,
-#: with numba's cached kernels. Compared to 1e-5: code that numba has just compiled rounds a few
-#: float32 operations differently from the code it caches (~1e-6 apart after three passes, old and
-#: new engine alike), and other CPUs may too.
+#: (commit dfb3fcf); the minibatch engine reproduced them bit for bit on the machine that recorded
+#: them. Compared to 1e-5: the links' exp and log1p and the IEEE arithmetic flags (mlnb._numba.IEEE)
+#: changed the last bits since (≤ 7e-7 relative), and other CPUs may round differently too.
 BEFORE = {
     ("numba", "multilabel"): ([0.21258553862571716, -0.7645599842071533, 0.44866806268692017, 0.30623677372932434,
                                -0.7647929787635803, -0.5230637192726135, -0.05740072578191757, -0.16947755217552185,
@@ -412,8 +411,8 @@ def test_same_results_for_one_and_two_numba_threads():
         assert done.returncode == 0, done.stderr
         return done.stdout.split(" ", 1)
 
-    # numba's freshly compiled code may round differently from the code it caches (numba's own
-    # behaviour, before this engine too): compile (or load) the kernels here, so both runs load them
+    # compile (or load) the kernels here, so that both runs load them from the cache (only to save
+    # time: fresh and cached code give the same bits, test_a_fresh_compilation_and_numbas_cache_...)
     X, Y = fingerprint_problem()
     LogisticRegression(npasses=1).fit(X, Y)
     LogisticRegression(npasses=1, task="multiclass").fit(X, np.argmax(Y, axis=1))
