@@ -335,7 +335,7 @@ if HAVE_NUMBA:
             terms[k] = max(z, zero) + log1p_unit(e)  # softplus(z), no overflow
             s = one / (one + e)
             D[i, k] = s if z >= zero else e * s  # σ(z)
-        loss += _sum_in_order(terms[:K])
+        loss += _sum_in_order(terms)
         for q in range(y_indptr[i], y_indptr[i + 1]):
             D[i, y_indices[q]] -= one
         return loss
@@ -357,7 +357,7 @@ if HAVE_NUMBA:
             top = max(top, D[i, k])
         for k in range(K):
             D[i, k] = exp_nonpositive(D[i, k] - top)
-        total = _sum_in_order(D[i, :K])
+        total = _sum_in_order(D[i])
         loss += top + np.log(total)  # logsumexp(z_i)
         inv_total = one / total
         for k in range(K):
@@ -556,16 +556,15 @@ class NumbaKernel:
         self.policy = ThreadPolicy()
         self.K = K
 
-    def _grow(self, m: int) -> None:
-        """Buffers for a minibatch of m documents (a stream's largest is not known in advance: they
-        grow when needed and are reused)."""
+    def _grow(self, m: int, workers: int) -> None:
+        """Buffers for a minibatch of m documents on ``workers`` threads (a stream's largest minibatch
+        is not known in advance: they grow when needed and are reused)."""
         if not hasattr(self, "D") or self.D.shape[0] < m:
             self.D = np.zeros((m, self.K), dtype=np.float32)
             self.losses = np.zeros(m, dtype=np.float32)
             self.cuts = np.zeros((self.first_words.size + 1, m), dtype=np.int64)
-        threads = numba.get_num_threads()
-        if not hasattr(self, "terms") or self.terms.shape[0] < threads:
-            self.terms = np.zeros((threads, self.K), dtype=np.float32)  # each worker's softplus terms
+        if not hasattr(self, "terms") or self.terms.shape[0] < workers:
+            self.terms = np.zeros((workers, self.K), dtype=np.float32)  # each worker's softplus terms
 
     def _grow_blocks(self, workers: int, rows: int) -> None:
         """Each worker's rows of G, for blocks of up to ``rows`` distinct words."""
@@ -604,13 +603,13 @@ class NumbaKernel:
 
     def step(self, X_B: sp.csr_matrix, Y_B: sp.csr_matrix, W, b, updater, R=None) -> float:
         m = X_B.shape[0]
-        self._grow(m)
-        updater.t += 1
-        t = updater.t
-        D, losses, cuts = self.D[:m], self.losses[:m], self.cuts[:, :m]
         work = float(X_B.nnz + 8 * m) * self.K
         available = numba.get_num_threads()
         threads = self.policy.choose(work, available)
+        self._grow(m, threads)
+        updater.t += 1
+        t = updater.t
+        D, losses, cuts = self.D[:m], self.losses[:m], self.cuts[:, :m]
         started = time.perf_counter()
         if threads != available:
             numba.set_num_threads(threads)
