@@ -68,7 +68,13 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _segment_sums(doc, label, new_group, starts, W):
         """(S, 3, B): per segment of sorted (ascending) items and per resample, the AUC area
-        within the segment, its positive weight and its negative weight."""
+        within the segment, its positive weight and its negative weight.
+
+        An item alone in its tie group (the rule with continuous scores) goes straight into the
+        sums: a positive adds w·below to the area and w to the positives, a negative adds w to
+        below. That is what closing a group of one item adds (0 + w = w exactly, w being a whole
+        number, and a negative's area term is 0), so the sums are the same bits, for about a
+        third of the work per item. Items of larger tie groups are summed per group first."""
         S = starts.size - 1
         B = W.shape[1]
         out = np.zeros((S, 3, B))
@@ -78,15 +84,28 @@ if HAVE_NUMBA:
             positive = np.zeros(B)
             g_pos = np.zeros(B)
             g_neg = np.zeros(B)
-            for j in range(starts[s], starts[s + 1]):
-                if new_group[j] and j > starts[s]:
+            end = starts[s + 1]
+            open_group = False  # g_pos, g_neg hold a tie group of two or more items
+            for j in range(starts[s], end):
+                if new_group[j] and open_group:
                     for b in range(B):
                         area[b] += g_pos[b] * (below[b] + 0.5 * g_neg[b])
                         below[b] += g_neg[b]
                         positive[b] += g_pos[b]
                         g_pos[b] = 0.0
                         g_neg[b] = 0.0
+                    open_group = False
                 d = doc[j]
+                if new_group[j] and (j + 1 == end or new_group[j + 1]):  # a group of one
+                    if label[j]:
+                        for b in range(B):
+                            area[b] += W[d, b] * below[b]
+                            positive[b] += W[d, b]
+                    else:
+                        for b in range(B):
+                            below[b] += W[d, b]
+                    continue
+                open_group = True
                 if label[j]:
                     for b in range(B):
                         g_pos[b] += W[d, b]

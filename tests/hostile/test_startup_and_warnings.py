@@ -1,7 +1,9 @@
-"""Ctrl-C and SIGTERM while the command is still importing end in one line, not a traceback; input
-that is accepted but worth knowing about (a label only in the test file) is one warning line and is
-recorded in the results."""
+"""Ctrl-C and SIGTERM while the command is still importing end in one line, not a traceback; the
+garbage collector, off during the command's start-up, is back on after it; input that is accepted
+but worth knowing about (a label only in the test file) is one warning line and is recorded in the
+results."""
 
+import gc
 import json
 import signal
 import subprocess
@@ -35,6 +37,31 @@ def test_the_entry_point_runs_the_cli(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"error: {tmp_path / 'none.toml'}: no such config file\n"
+
+
+@pytest.fixture
+def collector_off():
+    """The collector as the entry point leaves it for a command (off); restored after the test."""
+    frozen = gc.get_freeze_count()
+    gc.disable()
+    yield frozen
+    gc.unfreeze()
+    gc.enable()
+
+
+@pytest.mark.parametrize("args", [["show-config", "configs/quickstart.toml"], ["run", "configs/none.toml"]],
+                         ids=["succeeds", "fails"])
+def test_a_command_freezes_its_imports_and_turns_the_collector_back_on(collector_off, args):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == (0 if args[0] == "show-config" else 2), result.output
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > collector_off
+
+
+def test_within_a_program_a_command_leaves_the_collector_alone():
+    frozen = gc.get_freeze_count()
+    assert CliRunner().invoke(app, ["show-config", "configs/quickstart.toml"]).exit_code == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
 def test_a_label_only_in_the_test_file_is_a_warning_and_a_listed_category(tmp_path, tiny_config):

@@ -221,3 +221,24 @@ def test_narrow_resample_weights_give_the_same_aucs(use_numba, top, dtype):
     plan = _AucPlan(sp.csc_matrix(Y, dtype=np.float64), scores, np.ones(K, dtype=bool), True, use_numba)
     for expected, got in zip(plan.aucs(W, use_numba), plan.aucs(compact, use_numba)):
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("rounding", [None, 1, 0], ids=["all singletons", "mixed", "mostly tied"])
+def test_the_kernels_sums_equal_numpys_exactly(rounding):
+    # the kernel adds an item alone in its tie group straight into the sums and sums larger groups
+    # first; with whole-number weights every sum is exact, so both must equal numpy's group sums
+    from mlnb.metrics.uncertainty import _AucPlan, _segment_sums, _segment_sums_numpy
+
+    rng = np.random.default_rng(8)
+    n, K, B = 400, 5, 7
+    Y = rng.random((n, K)) < np.linspace(0.05, 0.5, K)
+    scores = rng.normal(size=Y.shape) + Y
+    if rounding is not None:
+        scores = np.round(scores, rounding)
+    plan = _AucPlan(sp.csc_matrix(Y, dtype=np.float64), scores, np.ones(K, dtype=bool), True, True)
+    singletons = plan.new_group & np.r_[plan.new_group[1:], True]
+    assert singletons.any() and (rounding is None or not singletons.all())
+    W = rng.integers(0, 5, size=(n, B)).astype(np.uint8)
+    args = (plan.doc, plan.label, plan.new_group, plan.starts, W)
+    np.testing.assert_array_equal(_segment_sums(*args), _segment_sums_numpy(*args))
