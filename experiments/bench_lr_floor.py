@@ -16,6 +16,14 @@ block — fits in L2). The script counts these bytes for the very minibatches of
 measures the memory bandwidth in the same run (a numpy copy of a large array and a STREAM-like
 triad in numba on every core; the higher counts), and prints the floor, the time achieved
 (minimum over fits of the pass time) and their ratio. Target (issue 14): ≤ 1.5× the floor.
+
+What the update alone costs here. The floor assumes W's and S's touched rows move at streaming
+bandwidth. The script also times the AdaGrad update of those very rows — each minibatch's
+touched words in the order the engine visits them (first appearance), the engine's own
+``_update_row`` with its prefetching, on every core, and nothing else: no products, no link —
+so the rate this machine reaches on that access pattern is printed beside the floor. And the
+same with each word's rows of W and S side by side in one array (W_j | S_j, 824 contiguous
+bytes; not the engine's layout), which shows what such a storage would give the update.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ import time
 
 import numpy as np
 
-from mlnb._numba import njit, prange
+from mlnb._numba import IEEE, njit, prange
+from mlnb.models._glm_kernels import PREFETCH_AHEAD, _prefetch_row, _update_row
 
 TARGET_RATIO = 1.5
 
@@ -56,17 +65,78 @@ def bandwidth(megabytes: int = 512, repeats: int = 5) -> dict:
     return {"numpy copy": 2 * 4 * n / min(copies), "numba triad": 3 * 4 * n / min(triads)}
 
 
+@njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
+def _update_alone(words, W, S, G, lrate, n_threads):
+    """The engine's AdaGrad row update (step 5, t-scale 1) of W[words], S[words], G's rows as gradients,
+    the words split into equal contiguous shares of the threads, prefetched as in the engine."""
+    n = words.size
+    share = (n + n_threads - 1) // n_threads
+    for worker in prange(n_threads):
+        for c in range(worker * share, min(n, (worker + 1) * share)):
+            if c + PREFETCH_AHEAD < n:
+                _prefetch_row(W, words[c + PREFETCH_AHEAD])
+                _prefetch_row(S, words[c + PREFETCH_AHEAD])
+            _update_row(W, S, G[worker, c % G.shape[1]], words[c], lrate, np.float32(1.0), np.float32(0.2), True,
+                        True, np.float32(0.5), np.float32(1e-8), np.float32(0.0), np.float32(0.0), None)
+
+
+@njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
+def _update_alone_side_by_side(words, WS, G, lrate, n_threads):
+    """The same update with W_j = WS[j, 0] and S_j = WS[j, 1] adjacent in memory."""
+    n, K = words.size, WS.shape[2]
+    share = (n + n_threads - 1) // n_threads
+    for worker in prange(n_threads):
+        for c in range(worker * share, min(n, (worker + 1) * share)):
+            if c + PREFETCH_AHEAD < n:
+                _prefetch_row(WS[words[c + PREFETCH_AHEAD]], 0)
+                _prefetch_row(WS[words[c + PREFETCH_AHEAD]], 1)
+            g, j = G[worker, c % G.shape[1]], words[c]
+            for k in range(K):
+                s = WS[j, 1, k] + g[k] * g[k]
+                WS[j, 1, k] = s
+                WS[j, 0, k] -= lrate[k] * g[k] / (np.sqrt(s * np.float32(0.2)) + np.float32(1e-8))
+
+
+def update_alone_seconds(touched: list, V: int, K: int, repeats: int = 3) -> dict:
+    """Minimum seconds over ``repeats`` of the AdaGrad update alone of every minibatch's touched rows."""
+    import numba
+
+    threads = numba.get_num_threads()
+    rng = np.random.default_rng(1)
+    W = rng.standard_normal((V, K)).astype(np.float32) * np.float32(0.01)
+    S = np.ones((V, K), dtype=np.float32)
+    WS = np.stack([W, S], axis=1)  # (V, 2, K)
+    G = rng.standard_normal((threads, 64, K)).astype(np.float32) * np.float32(0.01)  # gradients in L1/L2
+    lrate = np.full(K, 0.3, dtype=np.float32)
+    _update_alone(touched[0][:64], W, S, G, lrate, threads)
+    _update_alone_side_by_side(touched[0][:64], WS, G, lrate, threads)
+    times = {"apart (the engine's W, S)": [], "side by side (W_j | S_j)": []}
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for words in touched:
+            _update_alone(words, W, S, G, lrate, threads)
+        times["apart (the engine's W, S)"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for words in touched:
+            _update_alone_side_by_side(words, WS, G, lrate, threads)
+        times["side by side (W_j | S_j)"].append(time.perf_counter() - started)
+    return {name: min(values) for name, values in times.items()}
+
+
 def pass_bytes(X, K: int, batch_size: int, seed: int) -> dict:
     """The bytes a pass must move beyond L2, by kind, for the minibatches of a seeded shuffled pass."""
     order = np.random.default_rng(seed).permutation(X.shape[0])
     lengths = np.diff(X.indptr)
     parts = {"X_B twice": 0.0, "W rows read+write": 0.0, "S rows read+write": 0.0, "Z/D": 0.0}
     touched_total = 0
+    touched = []
     for start in range(0, X.shape[0], batch_size):
         rows = order[start:start + batch_size]
         m = rows.size
         nnz = int(lengths[rows].sum())
-        words = np.unique(np.concatenate([X.indices[X.indptr[r]:X.indptr[r + 1]] for r in rows]))
+        visited = np.concatenate([X.indices[X.indptr[r]:X.indptr[r + 1]] for r in rows])
+        words, first = np.unique(visited, return_index=True)
+        touched.append(visited[np.sort(first)].astype(np.int64))  # in the order of first appearance
         u = words.size
         touched_total += u
         parts["X_B twice"] += 2 * (8 * nnz + 4 * (m + 1))
@@ -74,7 +144,8 @@ def pass_bytes(X, K: int, batch_size: int, seed: int) -> dict:
         parts["S rows read+write"] += 2 * 4 * u * K
         parts["Z/D"] += 2 * 4 * m * K
     steps = -(-X.shape[0] // batch_size)
-    return {"parts": parts, "total": sum(parts.values()), "mean_touched": touched_total / steps, "steps": steps}
+    return {"parts": parts, "total": sum(parts.values()), "mean_touched": touched_total / steps, "steps": steps,
+            "touched": touched}
 
 
 def main():
@@ -122,6 +193,13 @@ def main():
             print(f"thread policy at the end: one thread {one / many:.2f}× the time per unit of work of "
                   f"{max(per_unit)} threads")
     ratio = achieved / floor
+    bounds = update_alone_seconds(traffic["touched"], X.shape[1], K)
+    print("\nthe AdaGrad update alone of the same rows (no products, no link), min of 3; load "
+          f"{os.getloadavg()[0]:.2f}:")
+    update_bytes = traffic["parts"]["W rows read+write"] + traffic["parts"]["S rows read+write"]
+    for name, seconds in bounds.items():
+        print(f"  W and S rows {name:28s} {seconds:.3f} s = {seconds / floor:.2f}× the floor "
+              f"({update_bytes / seconds / 1e9:.1f} GB/s)")
     print(f"\nfloor at {best / 1e9:.1f} GB/s: {floor:.3f} s per pass; achieved {achieved:.3f} s "
           f"(min of {args.fits}: {', '.join(f'{p:.3f}' for p in passes)}); ratio {ratio:.2f}× -> "
           f"{'MET' if ratio <= TARGET_RATIO else 'NOT met'} (target ≤ {TARGET_RATIO}×); load {os.getloadavg()[0]:.2f}")
