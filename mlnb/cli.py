@@ -90,7 +90,7 @@ def _one_line_warnings():
 
 
 def _imported() -> None:
-    """A command's imports are done: the objects they made (~10^6: scikit-learn, scipy, numba, pandas)
+    """A command's imports are done: the ~350,000 objects they made (scikit-learn, scipy, numba, pandas)
     live as long as the process. The entry point (``mlnb_entry``) turns Python's cyclic garbage
     collector off until here, so that it does not traverse them again and again while they pile up
     (~0.3 s of the quickstart's 2 s of imports); they are then frozen (``gc.freeze``): no later
