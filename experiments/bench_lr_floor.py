@@ -65,9 +65,13 @@ def bandwidth(megabytes: int = 512, repeats: int = 5) -> dict:
     return {"numpy copy": 2 * 4 * n / min(copies), "numba triad": 3 * 4 * n / min(triads)}
 
 
+#: the step's scalars in both timings below: step scale t^(−½) at t = 5, AdaGrad's 1/t and ε
+_STEP, _INV_T, _EPS = np.float32(5 ** -0.5), np.float32(0.2), np.float32(1e-8)
+
+
 @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
 def _update_alone(words, W, S, G, lrate, n_threads):
-    """The engine's AdaGrad row update (step 5, t-scale 1) of W[words], S[words], G's rows as gradients,
+    """The engine's AdaGrad row update (``_update_row``) of W[words], S[words], G's rows as gradients,
     the words split into equal contiguous shares of the threads, prefetched as in the engine."""
     n = words.size
     share = (n + n_threads - 1) // n_threads
@@ -76,13 +80,14 @@ def _update_alone(words, W, S, G, lrate, n_threads):
             if c + PREFETCH_AHEAD < n:
                 _prefetch_row(W, words[c + PREFETCH_AHEAD])
                 _prefetch_row(S, words[c + PREFETCH_AHEAD])
-            _update_row(W, S, G[worker, c % G.shape[1]], words[c], lrate, np.float32(1.0), np.float32(0.2), True,
-                        True, np.float32(0.5), np.float32(1e-8), np.float32(0.0), np.float32(0.0), None)
+            _update_row(W, S, G[worker, c % G.shape[1]], words[c], lrate, _STEP, _INV_T, True, True,
+                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None)
 
 
 @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
 def _update_alone_side_by_side(words, WS, G, lrate, n_threads):
-    """The same update with W_j = WS[j, 0] and S_j = WS[j, 1] adjacent in memory."""
+    """The same update with W_j = WS[j, 0] and S_j = WS[j, 1] adjacent in memory: the loop of
+    ``_update_row``'s square-root branch, line for line (it takes W and S as separate matrices)."""
     n, K = words.size, WS.shape[2]
     share = (n + n_threads - 1) // n_threads
     for worker in prange(n_threads):
@@ -94,7 +99,7 @@ def _update_alone_side_by_side(words, WS, G, lrate, n_threads):
             for k in range(K):
                 s = WS[j, 1, k] + g[k] * g[k]
                 WS[j, 1, k] = s
-                WS[j, 0, k] -= lrate[k] * g[k] / (np.sqrt(s * np.float32(0.2)) + np.float32(1e-8))
+                WS[j, 0, k] -= lrate[k] * _STEP * g[k] / (np.sqrt(s * _INV_T) + _EPS)
 
 
 def update_alone_seconds(touched: list, V: int, K: int, repeats: int = 3) -> dict:

@@ -111,8 +111,6 @@ def _interruptible(command):
         except KeyboardInterrupt as stop:  # the staging folder is gone: atomic_folder removed it
             typer.echo("interrupted", err=True)
             raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
-        finally:
-            _imported()  # the collector never stays off past a command, whatever happened
     return wrapper
 
 
