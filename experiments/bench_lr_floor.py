@@ -24,6 +24,15 @@ touched words in the order the engine visits them (first appearance), the engine
 so the rate this machine reaches on that access pattern is printed beside the floor. And the
 same with each word's rows of W and S side by side in one array (W_j | S_j, 824 contiguous
 bytes; not the engine's layout), which shows what such a storage would give the update.
+
+What the parts cost alone. On the same minibatches, the script then times the engine's two
+parallel regions one at a time (all minibatches through the documents region, then all through
+the words region with the D and cuts the first produced), and the bare forward product
+z_i = b + x_i·W (``_forward_row``, no link, no cuts; W fixed). A pass built from these kernels
+must at least multiply and update: the forward product alone plus the update alone bounds such a
+pass from below, printed beside the floor and beside 1.5× the floor. (The floor counts each
+touched row of W once per minibatch; the forward product reads one row per non-zero, ~4 per
+touched word, from L3.)
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ import time
 import numpy as np
 
 from mlnb._numba import IEEE, njit, prange
-from mlnb.models._glm_kernels import PREFETCH_AHEAD, _prefetch_row, _update_row
+from mlnb.models._glm_kernels import (PREFETCH_AHEAD, NumbaKernel, _block_rows, _documents_region,
+                                      _forward_row, _prefetch_row, _update_row, _words_region)
 
 TARGET_RATIO = 1.5
 
@@ -153,6 +163,72 @@ def pass_bytes(X, K: int, batch_size: int, seed: int) -> dict:
             "touched": touched}
 
 
+@njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
+def _forward_alone(indptr, indices, data, W, b, D, n_threads):
+    """z_i = b + x_i·W for every document i (the engine's ``_forward_row``), equal contiguous shares."""
+    m = D.shape[0]
+    share = (m + n_threads - 1) // n_threads
+    for worker in prange(n_threads):
+        for i in range(worker * share, min(m, (worker + 1) * share)):
+            _forward_row(indptr, indices, data, i, W, b, None, D)
+
+
+def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> dict:
+    """Minimum seconds over ``repeats`` of: the bare forward product, the engine's documents region and
+    its words region, each run alone over every minibatch of the seeded pass (W, S as in a fit's start)."""
+    import numba
+
+    V, K = X.shape[1], Y.shape[1]
+    threads = numba.get_num_threads()
+    order = np.random.default_rng(seed).permutation(X.shape[0])
+    batches = []
+    for start in range(0, X.shape[0], batch_size):
+        rows = order[start:start + batch_size]
+        X_B, Y_B = X[rows], Y[rows]
+        X_B.sort_indices()
+        Y_B.sort_indices()
+        batches.append((X_B, Y_B))
+    kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V))
+    kernel._grow(batch_size, threads)
+    W = np.zeros((V, K), dtype=np.float32)
+    S = np.zeros((V, K), dtype=np.float32)
+    b = np.full(K, -3.0, dtype=np.float32)
+    lrate = np.full(K, 0.3, dtype=np.float32)
+    m_max = max(X_B.shape[0] for X_B, _ in batches)
+    Ds = np.zeros((len(batches), m_max, K), dtype=np.float32)
+    cuts = np.zeros((len(batches), kernel.first_words.size + 1, m_max), dtype=np.int64)
+    rows = 1
+    for n, (X_B, Y_B) in enumerate(batches):  # compile / load, and each minibatch's D and cuts
+        m = X_B.shape[0]
+        _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False, Ds[n, :m],
+                          kernel.losses[:m], kernel.first_words, cuts[n, :, :m], kernel.counters, threads,
+                          kernel.docs_per_piece, kernel.terms)
+        rows = max(rows, _block_rows(cuts[n, :, :m], kernel.first_words, V))
+    kernel._grow_blocks(threads, rows)
+    _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, kernel.D[:m], threads)
+    times = {"forward product": [], "documents region": [], "words region": []}
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for X_B, _ in batches:
+            _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, kernel.D[:X_B.shape[0]], threads)
+        times["forward product"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for X_B, Y_B in batches:
+            m = X_B.shape[0]
+            _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False,
+                              kernel.D[:m], kernel.losses[:m], kernel.first_words, kernel.cuts[:, :m],
+                              kernel.counters, threads, kernel.docs_per_piece, kernel.terms)
+        times["documents region"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for t, (X_B, _) in enumerate(batches, start=1):
+            m = X_B.shape[0]
+            _words_region(X_B.indices, X_B.data, cuts[t - 1, :, :m], Ds[t - 1, :m], W, S, kernel.G, kernel.slot,
+                          kernel.touched, lrate, t ** -0.5, float(t), True, 0.5, 1e-8, 0.0, 0.0, None,
+                          kernel.counters, threads, W.view(np.uint32), kernel.overflowed)
+        times["words region"].append(time.perf_counter() - started)
+    return {name: min(values) for name, values in times.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the 200k training documents")
@@ -205,6 +281,15 @@ def main():
     for name, seconds in bounds.items():
         print(f"  W and S rows {name:28s} {seconds:.3f} s = {seconds / floor:.2f}× the floor "
               f"({update_bytes / seconds / 1e9:.1f} GB/s)")
+    parts = parts_alone_seconds(X, Y, args.batch_size, seed=0)
+    print(f"\nthe parts alone over the same minibatches, min of 3; load {os.getloadavg()[0]:.2f}:")
+    for name, seconds in parts.items():
+        print(f"  {name:28s} {seconds:.3f} s = {seconds / floor:.2f}× the floor")
+    bound = parts["forward product"] + bounds["apart (the engine's W, S)"]
+    print(f"  the engine's forward product + its update, each alone: {bound:.3f} s = {bound / floor:.2f}× the floor "
+          f"(the target: ≤ {TARGET_RATIO * floor:.3f} s)")
+    print(f"  documents + words regions alone: {parts['documents region'] + parts['words region']:.3f} s "
+          f"(a pass: {achieved:.3f} s)")
     print(f"\nfloor at {best / 1e9:.1f} GB/s: {floor:.3f} s per pass; achieved {achieved:.3f} s "
           f"(min of {args.fits}: {', '.join(f'{p:.3f}' for p in passes)}); ratio {ratio:.2f}× -> "
           f"{'MET' if ratio <= TARGET_RATIO else 'NOT met'} (target ≤ {TARGET_RATIO}×); load {os.getloadavg()[0]:.2f}")
