@@ -175,39 +175,36 @@ def _forward_alone(indptr, indices, data, W, b, D, n_threads):
 
 def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> dict:
     """Minimum seconds over ``repeats`` of: the bare forward product, the engine's documents region and
-    its words region, each run alone over every minibatch of the seeded pass (W, S as in a fit's start)."""
+    its words region, each run alone over every minibatch of the seeded pass (the engine's own
+    minibatch source and, for the update, the estimator's default updater from W = S = 0)."""
     import numba
+
+    from mlnb.models.logistic import LogisticRegression
+    from mlnb.models.minibatch import InMemorySource, Updater
 
     V, K = X.shape[1], Y.shape[1]
     threads = numba.get_num_threads()
-    order = np.random.default_rng(seed).permutation(X.shape[0])
-    batches = []
-    for start in range(0, X.shape[0], batch_size):
-        rows = order[start:start + batch_size]
-        X_B, Y_B = X[rows], Y[rows]
-        X_B.sort_indices()
-        Y_B.sort_indices()
-        batches.append((X_B, Y_B))
+    batches = list(InMemorySource(X, Y, batch_size).minibatches(np.random.default_rng(seed)))
+    defaults = LogisticRegression()
+    updater = Updater(defaults.updater, np.full(K, defaults.lrate), defaults.texp, defaults.vexp, defaults.epsilon,
+                      defaults.l1, defaults.l2, V, K)
     kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V))
     kernel._grow(batch_size, threads)
-    W = np.zeros((V, K), dtype=np.float32)
-    S = np.zeros((V, K), dtype=np.float32)
+    W, S = np.zeros((V, K), dtype=np.float32), updater.S
     b = np.full(K, -3.0, dtype=np.float32)
-    lrate = np.full(K, 0.3, dtype=np.float32)
-    m_max = max(X_B.shape[0] for X_B, _ in batches)
-    Ds = np.zeros((len(batches), m_max, K), dtype=np.float32)
-    cuts = np.zeros((len(batches), kernel.first_words.size + 1, m_max), dtype=np.int64)
-    rows = 1
-    for n, (X_B, Y_B) in enumerate(batches):  # compile / load, and each minibatch's D and cuts
+    # each minibatch's D and cuts, kept for the words region (this also compiles or loads the region)
+    Ds = np.zeros((len(batches), batch_size, K), dtype=np.float32)
+    cuts = np.zeros((len(batches), kernel.first_words.size + 1, batch_size), dtype=np.int64)
+    g_rows = 1
+    for n, (X_B, Y_B) in enumerate(batches):
         m = X_B.shape[0]
         _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False, Ds[n, :m],
                           kernel.losses[:m], kernel.first_words, cuts[n, :, :m], kernel.counters, threads,
                           kernel.docs_per_piece, kernel.terms)
-        rows = max(rows, _block_rows(cuts[n, :, :m], kernel.first_words, V))
-    kernel._grow_blocks(threads, rows)
-    _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, kernel.D[:m], threads)
+        g_rows = max(g_rows, _block_rows(cuts[n, :, :m], kernel.first_words, V))
+    kernel._grow_blocks(threads, g_rows)
     times = {"forward product": [], "documents region": [], "words region": []}
-    for _ in range(repeats):
+    for _ in range(repeats):  # the first round may include compiling the other two: the minimum counts
         started = time.perf_counter()
         for X_B, _ in batches:
             _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, kernel.D[:X_B.shape[0]], threads)
@@ -223,8 +220,9 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> d
         for t, (X_B, _) in enumerate(batches, start=1):
             m = X_B.shape[0]
             _words_region(X_B.indices, X_B.data, cuts[t - 1, :, :m], Ds[t - 1, :m], W, S, kernel.G, kernel.slot,
-                          kernel.touched, lrate, t ** -0.5, float(t), True, 0.5, 1e-8, 0.0, 0.0, None,
-                          kernel.counters, threads, W.view(np.uint32), kernel.overflowed)
+                          kernel.touched, updater.lrate, t ** -updater.texp, float(t), updater.adagrad,
+                          updater.vexp, updater.epsilon, updater.l1, updater.l2, None, kernel.counters, threads,
+                          W.view(np.uint32), kernel.overflowed)
         times["words region"].append(time.perf_counter() - started)
     return {name: min(values) for name, values in times.items()}
 
