@@ -219,7 +219,6 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     progress.enable(not quiet)
     try:
         study_config = load_config(config, set_ or [])
-        _whole_data_only(study_config, "sweep")
         check_writable(out, f"{study_config.name}-sweep")  # the folder write_sweep writes into
         check_budget(study_config)
         given = {p.split("=", 1)[0].strip(): p for p in study_config.sweep.params}
@@ -254,7 +253,6 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
     progress.enable(not quiet)
     try:
         study_config = load_config(config, set_ or [])
-        _whole_data_only(study_config, "curve")
         check_writable(out, f"{study_config.name}-curve")  # the folder write_curve writes into
         check_budget(study_config)
         result = run_curve(study_config)
@@ -268,13 +266,6 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
             typer.echo(f"{pair}, {metric}: " + (", ".join(f"curves cross at ~{s:,.0f}" for s in sizes)
                                                  or "no crossing"))
     typer.echo(f"results: {folder}")
-
-
-def _whole_data_only(config, command: str) -> None:
-    """sweep and curve fit many models on parts of the training documents held in memory."""
-    if config.data.streaming:
-        raise MlnbError(f"data.streaming = true: `mlnb {command}` holds the training documents in memory (it fits "
-                        "many models on parts of them); set data.streaming = false, or use `mlnb run`")
 
 
 @app.command()
@@ -291,7 +282,7 @@ def convert(config: Path = typer.Argument(..., help="Study config (TOML) whose [
     study reads ~17× faster than svmlight: data.source = "shards", data.shards.path = OUT."""
     from mlnb.config import load_config
     from mlnb.data.shards import convert as convert_shards
-    from mlnb.data.stream_config import open_source
+    from mlnb.data.sources import open_source
     _imported()
 
     progress.enable(not quiet)

@@ -22,144 +22,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from mlnb.data.registry import MAX_DOCUMENTS, MAX_FEATURES
+from mlnb.data.sources import SOURCES, streaming_sources
 from mlnb.errors import MlnbError
-from mlnb.models import KINDS, get_kind
+from mlnb.models import KINDS, get_kind, logistic, naive_bayes, sklearn_logistic
 from mlnb.options import option, section
 
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
-# Upper bounds of the keys that size an allocation: far above any real corpus (RCV1: 804,414
-# documents, 47,236 features, 103 categories), far below what would end in a MemoryError before a
-# word of output. What a run needs within them is estimated by mlnb.budget before any data is read.
-MAX_DOCUMENTS = 10**9
-MAX_FEATURES = 2**31 - 1  # scipy's int32 column indices
-MAX_CATEGORIES = 10**6
+# Upper bounds of the keys that size an allocation (MAX_DOCUMENTS, MAX_FEATURES and MAX_CATEGORIES: with the
+# data sources' options, in mlnb.data.registry), far below what would end in a MemoryError before a word of
+# output. What a run needs within them is estimated by mlnb.budget before any data is read.
 MAX_ROC_POINTS = 100_000
 MAX_JOBS = 256  # n_jobs of any model kind: processes, each with its own interpreter and a copy of its data
 
 
-@dataclass
-class SyntheticConfig:
-    n_documents: int = option(20_000, "documents generated, train and test together (RCV1: 804414)", min=2,
-                              max=MAX_DOCUMENTS)
-    n_features: int = option(10_000, "vocabulary size (RCV1: 47236)", min=2, max=MAX_FEATURES)
-    n_categories: int = option(103, "categories, 4 roots plus a two-level hierarchy (RCV1: 103)", min=1,
-                               max=MAX_CATEGORIES)
-    words_per_document: float = option(77.0, "mean distinct words per document (RCV1: ~77)", min=1,
-                                       max=MAX_FEATURES)
-    extra_topics: float = option(0.75, "mean topic picks beyond the first; sets labels per document", min=0)
-    topical_fraction: float = option(0.25, "share of tokens drawn from the document's topics", min=0, max=1)
-    topic_words: int = option(200, "words in each topic's own vocabulary (at most n_features − min(50, "
-                              "n_features/10): the commonest words are nobody's topic words)", min=1, max=MAX_FEATURES)
-    zipf_exponent: float = option(1.0, "exponent of the background word-frequency law", min=0,
-                                  exclusive_min=True)
+#: sources that can be read chunk by chunk (data.streaming = true): those of the registry (mlnb.data.sources)
+#: that can open streams
+STREAMING_SOURCES = streaming_sources()
 
 
 @dataclass
-class SvmlightConfig:
-    path: str = option("", "LIBSVM multilabel file (plain, .gz or .bz2); relative to the working directory")
-    test_path: str = option("", "optional separate test file; empty = seeded random split of `path`")
-    n_features: int = option(0, "number of features; 0 = the largest index seen", min=0, max=MAX_FEATURES)
-    index_base: int = option(1, "index of the first feature: 1 (LIBSVM) or 0", choices=(0, 1))
-    n_categories: int = option(0, "number of categories; 0 = largest label id + 1", min=0, max=MAX_CATEGORIES)
-    category_names_path: str = option("", "optional file with one category name per line, in id order")
+class _DataKeys:
+    """The keys of [data] that every source shares; each source adds its own table, [data.<name>]."""
 
-
-SPLITS = ("lyrl2004", "swapped", "random")
-
-
-@dataclass
-class _SplitOptions:
-    split: str = option("lyrl2004", "'lyrl2004': the 23,149 LYRL2004 training documents train, the rest "
-                        "test; 'swapped': the reverse; 'random': a seeded split of all", choices=SPLITS)
-    train_size: int = option(0, "random split: training documents; 0 = all not in the test part", min=0)
-    test_size: int = option(0, "random split: test documents; 0 = data.test_fraction of all", min=0)
-
-
-@dataclass
-class Rcv1Config(_SplitOptions):
-    data_home: str = option("", "scikit-learn's data cache folder; empty = its default (~/scikit_learn_data)")
-    download_if_missing: bool = option(False, "let scikit-learn download RCV1 (~650 MB) when not cached")
-
-
-@dataclass
-class Lyrl2004Config(_SplitOptions):
-    folder: str = option("", "folder with lyrl2004_vectors_train.dat, lyrl2004_vectors_test_pt0..3.dat "
-                         "(optionally .gz) and rcv1-v2.topics.qrels")
-
-
-@dataclass
-class Reuters21578Config:
-    folder: str = option("", "folder with reut2-000.sgm ... reut2-021.sgm")
-    min_train_per_topic: int = option(1, "keep topics with at least this many ModApte training documents "
-                                      "(1 and 1: the standard 90 topics)", min=0)
-    min_test_per_topic: int = option(1, "... and at least this many test documents", min=0)
-
-
-@dataclass
-class ArffConfig:
-    train_path: str = option("", "Mulan training ARFF file")
-    test_path: str = option("", "Mulan test ARFF file")
-    xml_path: str = option("", "Mulan XML file naming the label attributes")
-
-
-@dataclass
-class TextConfig:
-    path: str = option("", "CSV, TSV or JSON-lines file with one document per row")
-    test_path: str = option("", "optional separate test file; empty = seeded random split of `path`")
-    format: str = option("auto", "file format; 'auto' = from the file suffix",
-                         choices=("auto", "csv", "tsv", "jsonl"))
-    header: bool = option(True, "CSV/TSV: the first row names the columns (else columns are '0', '1', ...)")
-    text_column: str = option("text", "column (or JSON key) holding the text")
-    label_column: str = option("label", "column (or JSON key) holding the label(s)")
-    labels: str = option("single", "'single': one label per row; 'multi': a list of labels per row",
-                         choices=("single", "multi"))
-    label_separator: str = option(",", "multi: separator of the labels in a CSV/TSV cell")
-    negative_labels: list[str] = option([], "labels that mean 'no category' (e.g. [\"ham\"] for spam)")
-    encoding: str = option("utf-8", "text encoding of the file")
-
-
-BUNDLED = ("iris", "wine", "breast_cancer", "digits")
-
-
-@dataclass
-class BundledConfig:
-    name: str = option("iris", "one of scikit-learn's bundled single-label sets (real-valued or pixel "
-                       "features), split seeded and stratified by class", choices=BUNDLED)
-
-
-@dataclass
-class ShardsConfig:
-    path: str = option("", "folder of binary shards with their manifest.json, written by `mlnb convert`")
-    test_path: str = option("", "optional folder of test shards; empty = a seeded hash split of `path`")
-
-
-#: sources that can be read chunk by chunk (data.streaming = true)
-STREAMING_SOURCES = ("svmlight", "text", "shards")
-
-
-@dataclass
-class DataConfig:
-    source: str = option("synthetic", "where documents come from",
-                         choices=("synthetic", "svmlight", "rcv1", "lyrl2004", "reuters21578", "arff", "text",
-                                  "bundled", "shards"))
-    streaming: bool = option(False, "read the data chunk by chunk instead of whole (sources svmlight, text, shards): "
-                             "memory independent of the corpus size; the split is a seeded hash of each document")
+    source: str = option("synthetic", "where documents come from", choices=tuple(SOURCES))
+    streaming: bool = option(False, "read the data chunk by chunk instead of whole (sources "
+                             f"{', '.join(STREAMING_SOURCES)}): memory independent of the corpus size; the same "
+                             "documents and split as read whole")
     chunk_size: int = option(10_000, "streaming: documents per chunk read", min=1, max=10_000_000)
     shuffle_buffer: int = option(8, "streaming: logistic regression shuffles documents within this many chunks "
                                  "(1 = within each chunk)", min=1, max=10_000)
-    test_fraction: float = option(0.5, "share of documents held out for testing (random split)",
+    test_fraction: float = option(0.5, "share of documents held out for testing where a source has no given test "
+                                  "part (a seeded hash of each document's id)",
                                   min=0, max=1, exclusive_min=True, exclusive_max=True)
     max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
-    synthetic: SyntheticConfig = section(SyntheticConfig)
-    svmlight: SvmlightConfig = section(SvmlightConfig)
-    rcv1: Rcv1Config = section(Rcv1Config)
-    lyrl2004: Lyrl2004Config = section(Lyrl2004Config)
-    reuters21578: Reuters21578Config = section(Reuters21578Config)
-    arff: ArffConfig = section(ArffConfig)
-    text: TextConfig = section(TextConfig)
-    bundled: BundledConfig = section(BundledConfig)
-    shards: ShardsConfig = section(ShardsConfig)
+
+
+#: [data]: the shared keys, then one table per registered source, in registration order
+DataConfig = dataclasses.make_dataclass(
+    "DataConfig", [(name, kind.options, section(kind.options)) for name, kind in SOURCES.items()],
+    bases=(_DataKeys,), namespace={"__module__": __name__, "__doc__": "[data]: the keys every source shares, "
+                                   "then [data.<name>] for each registered source (mlnb.data.sources)"})
 
 
 @dataclass
@@ -293,7 +197,7 @@ class ModelSpec:
 MODEL_KEYS = {"kind": "model kind (see the list above)", "enabled": "fit and evaluate this model",
               "label": "name in tables and legends; empty = a description of the kind and options",
               "decision": "this model's decision rule (see eval.decision); empty = eval.decision"}
-DEFAULT_MODELS = {"nb": "naive_bayes", "lr": "logistic"}  # the classic study: NB against LR
+DEFAULT_MODELS = {"nb": naive_bayes.KIND.name, "lr": logistic.KIND.name}  # the classic study: NB against LR
 
 
 def _default_models() -> dict[str, ModelSpec]:
@@ -318,6 +222,12 @@ class EngineConfig:
                                "× categories float32 per model; deleted after the run); empty = the system's temporary "
                                "folder. On a cluster of several machines it must be a folder every worker and this "
                                "machine share")
+    scores: str = option("auto", "where a streamed study holds the test scores while they are evaluated: 'memory', "
+                         "'disk' (spilled: no bootstrap, pcut or multiclass; micro AUC/AP binned), or 'auto' = in "
+                         "memory when they fit engine.max_score_memory", choices=("auto", "memory", "disk"))
+    max_score_memory: int = option(1024, "engine.scores = 'auto': MiB of test scores (12 bytes per document, category "
+                                   "and model) held in memory at most; more are spilled to disk", min=1,
+                                   max=2**30)
 
 
 @dataclass
@@ -439,7 +349,7 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
     table = dict(table)
     if "kind" not in table:
         raise MlnbError(f"{origin}: [models.{name}] has no 'kind'; expected one of "
-                        f"{', '.join(map(repr, KINDS))}, e.g. kind = \"naive_bayes\"")
+                        f"{', '.join(map(repr, KINDS))}, e.g. kind = \"{DEFAULT_MODELS['nb']}\"")
     kind_origin = _origin(prefix + "kind", source, overridden, set_label)
     kind = get_kind(_check_value(table.pop("kind"), str, {}, f"{kind_origin}: {prefix}kind"),
                     f"{kind_origin}: {prefix}kind")
@@ -468,7 +378,7 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_-]+")
-_OLD_SECTIONS = {"nb": "naive_bayes", "lr": "logistic"}
+_OLD_SECTIONS = DEFAULT_MODELS  # [nb] and [lr] were the two models before any number could be named
 
 
 def _old_form_error(table: dict, source: str) -> MlnbError | None:
@@ -479,7 +389,7 @@ def _old_form_error(table: dict, source: str) -> MlnbError | None:
     lines = []
     for key in old:
         section_table = table[key] if isinstance(table[key], dict) else {}
-        kind = ("sklearn_sgd" if key == "lr" and section_table.get("engine") == "sklearn" else _OLD_SECTIONS[key])
+        kind = (sklearn_logistic.KIND.name if key == "lr" and section_table.get("engine") == "sklearn" else _OLD_SECTIONS[key])
         lines.append(f'[models.{key}] kind = "{kind}"')
     return MlnbError(f"{source}: [{'] and ['.join(old)}] are the old form of a study's models (and nb.*, lr.* its "
                      f"keys); name each model in its own table with its kind and options, e.g. {'; '.join(lines)}, "
@@ -538,17 +448,15 @@ def _check_study(config: StudyConfig, origin: str) -> None:
                         f"({', '.join(names)}); {why(config.sweep.model)}")
 
 
-#: model kinds that can learn from a stream of chunks: NB sums chunk counts, LR steps through minibatches
-STREAMING_KINDS = ("naive_bayes", "logistic", "nb_logistic")
-
-
 def _check_streaming(config: StudyConfig, origin: str) -> None:
     """What a study read chunk by chunk (data.streaming) or run on Dask can and cannot do.
 
-    Each refusal is something that needs the whole corpus in memory or a second kind of pass
-    that streaming does not make; the message says what to use instead.
+    Each refusal is something that needs the whole corpus in memory before training (a feature
+    transform, a sample), or a model kind that declares it learns from every document at once;
+    the message says what to use instead. Whatever needs every test score at once is refused by
+    the study only when the scores do not fit in memory (``engine.scores``).
     """
-    data, ev = config.data, config.eval
+    data = config.data
     if config.engine.kind == "dask" and not data.streaming:
         raise MlnbError(f"{origin}: engine.kind = 'dask' runs streaming studies: set data.streaming = true (sources "
                         f"{', '.join(STREAMING_SOURCES)})")
@@ -557,20 +465,11 @@ def _check_streaming(config: StudyConfig, origin: str) -> None:
     if data.source not in STREAMING_SOURCES:
         raise MlnbError(f"{origin}: data.streaming = true: data.source = {data.source!r} is read whole; sources read "
                         f"chunk by chunk: {', '.join(STREAMING_SOURCES)} (`mlnb convert` writes shards from any source)")
-    if config.task != "multilabel":
-        raise MlnbError(f"{origin}: data.streaming = true does task = 'multilabel' only (got {config.task!r})")
     for spec in config.study_models():
-        if spec.kind not in STREAMING_KINDS:
-            raise MlnbError(f"{origin}: models.{spec.name}: kind {spec.kind!r} cannot learn from a stream "
-                            f"(data.streaming = true); kinds that can: {', '.join(STREAMING_KINDS)}")
-        rule = spec.decision or ev.decision
-        if rule not in ("fixed", "rcut"):
-            key = f"models.{spec.name}.decision" if spec.decision else "eval.decision"
-            raise MlnbError(f"{origin}: {key} = {rule!r}: with data.streaming = true the decision rules are 'fixed' "
-                            "and 'rcut' (the others learn from held-out scores, which streaming does not keep)")
-    if ev.calibration != "none":
-        raise MlnbError(f"{origin}: eval.calibration = {ev.calibration!r}: not available with data.streaming = true "
-                        "(it learns from held-out scores); use 'none'")
+        if not KINDS[spec.kind].streams:
+            streaming = ", ".join(name for name, kind in KINDS.items() if kind.streams)
+            raise MlnbError(f"{origin}: models.{spec.name}: kind {spec.kind!r} learns from every training document "
+                            f"in memory at once (data.streaming = true); kinds that learn from a stream: {streaming}")
     features = config.features
     if features.transform != "none" or features.min_df or features.max_features:
         raise MlnbError(f"{origin}: features.transform / min_df / max_features need a pass over the whole training "

@@ -1,18 +1,28 @@
-"""A study: data source -> features -> models -> scores -> metrics, for any number of models.
+"""A study: data source -> features -> models -> scores -> decisions -> metrics, at any size.
 
-``run_models`` is the one loop — per model: fit, score, decide, evaluate — that
-``mlnb run`` (on the test part), ``mlnb sweep`` (on a validation part of the
-training documents) and ``mlnb curve`` (on samples of the training part) share,
-so every command treats every model and every ``eval.*`` key the same way.
-``run_study`` computes everything and writes nothing; ``mlnb.report`` turns its
-result into a results folder.
+``run_on`` is the one loop — per model: fit, score, decide, evaluate — over training and
+evaluation documents that are matrices in memory or sources read in chunks (here or on a Dask
+cluster; ``mlnb.engine``). ``mlnb run`` (on the test part), ``mlnb sweep`` (on a validation part
+of the training documents) and ``mlnb curve`` (on samples of the training part) share it, so every
+command treats every model, every ``eval.*`` key and every size the same way:
+
+    fit       each model as its kind declares it learns (``mlnb.engine.fitting``)
+    decide    the decision rule and calibration learn from held-out scores of the training
+              documents (a seeded hash split or k folds of their ids), never the evaluation ones
+    score     the evaluation documents, held in memory or spilled to disk (``mlnb.engine.scoring``)
+    evaluate  every metric, then intervals and paired tests in ``run_study``
+
+The same config gives the same split, the same parts and the same numbers in memory, streamed
+and on Dask (Naive Bayes exactly; minibatch LR in the same minibatch order). ``run_study``
+computes everything and writes nothing; ``mlnb.report`` turns its result into a results folder.
 """
 
 from __future__ import annotations
 
 import difflib
+import operator
 import time
-import warnings
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
@@ -21,19 +31,27 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
+from mlnb.backends import LocalBackend, open_backend
+from mlnb.backends.tasks import Reading, count_partition
 from mlnb.budget import DataShape, check_budget
-from mlnb.config import StudyConfig, fit_order
+from mlnb.calibration import fit_calibration
+from mlnb.config import StudyConfig
 from mlnb.data.dataset import Dataset
-from mlnb.data.sources import load_dataset
+from mlnb.data.sources import describe_split, load_dataset, open_streams
+from mlnb.data.stream import OneClassSource
+from mlnb.decision import fit_decision_rule
+from mlnb.engine.documents import Documents, InMemoryDocuments, StreamedDocuments, validation_buckets
+from mlnb.engine.fitting import fit_models, label_counts
+from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory, score_in_memory,
+                                 score_spilled)
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
-from mlnb.calibration import fit_calibration
-from mlnb.decision import fit_decision_rule
-from mlnb.metrics.comparison import Comparison, compare_scores
+from mlnb.metrics.comparison import Comparison, compare_scores, comparison_from_tests
 from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
-from mlnb.metrics.significance import mcnemar_test
-from mlnb.metrics.uncertainty import auc_confidence_intervals, bootstrap_intervals
+from mlnb.metrics.significance import delong_tests_by_column, mcnemar_test
+from mlnb.metrics.streaming import evaluate_spilled
+from mlnb.metrics.uncertainty import auc_confidence_intervals, auc_intervals_by_column, bootstrap_intervals
 from mlnb.models import get_kind
 from mlnb.models._linear import prior_log_odds
 
@@ -59,6 +77,7 @@ class ModelRun:
     auc_intervals: object = None  # (K, 2) DeLong intervals of each category's AUC
     scores: np.ndarray = None  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
     #                     a ranking score); multiclass, per-class joint scores J (softmax(J) = posterior)
+    spill: object = None  # the scores on disk (mlnb.metrics.streaming.ScoreSpill) when they were not held in memory
 
     @cached_property  # used by every comparison and interval of the run: computed once
     def rank_scores(self) -> np.ndarray:
@@ -75,7 +94,7 @@ class StudyResult:
     train_positives: np.ndarray  # (K,) training documents per category
     models: list[ModelRun] = field(default_factory=list)
     load_seconds: float = 0.0
-    Y_test: object = None  # (n_test, K) sparse 0/1
+    Y_test: object = None  # (n_test, K) sparse 0/1 (None when the scores were spilled to disk)
     comparisons: list[Comparison] = field(default_factory=list)  # one per report.compare pair, a − b
     untrainable: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int))  # no training positive/negative
 
@@ -90,75 +109,49 @@ def model_labels(config: StudyConfig) -> dict[str, str]:
     return {name: f"{label} [{name}]" if label in repeated else label for name, label in labels.items()}
 
 
-def _fit_models(config: StudyConfig, wanted: list[str] | None, X, Y, eval_set, seed: int,
-                labels: dict) -> tuple[dict, dict]:
-    """Fit ``wanted`` (default: every enabled model) and the models they start from on (X, Y):
-    (fitted estimators by name, fit seconds by name)."""
-    fitted, seconds = {}, {}
-    for spec in fit_order(config, wanted):
-        kind = get_kind(spec.kind)
-        estimator = kind.build(spec.options, seed, config.task)
-        started = time.perf_counter()
-        try:
-            with progress.status(f"fitting {labels[spec.name]}"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
-                estimator.fit(X, Y, **kind.fit_arguments(spec.options, fitted, eval_set))
-                estimator.weights_  # a lazy model (Naive Bayes) builds W here, so fit time includes it
-        except MlnbError as error:
-            raise MlnbError(f"models.{spec.name}: {error}") from None
-        fitted[spec.name] = estimator
-        seconds[spec.name] = time.perf_counter() - started
-    return fitted, seconds
-
-
-def held_out_scores(config: StudyConfig, name: str, X_train, Y_train, seed: int, labels: dict):
-    """Scores of training documents by a model that did not train on them, for the decision rule and
-    the calibration to learn from: one seeded validation split of the training part, or the
-    out-of-fold scores of k-fold cross-validation on it. The evaluation documents are never seen.
-    Returns (scores (m × K), labels (m × K)) in training-row order, and the model of the split
-    (None for k-fold)."""
-    ev = config.eval
-    n = X_train.shape[0]
-    order = np.random.default_rng([seed, 11]).permutation(n)
-    if ev.validation == "split":
-        n_val = int(round(ev.validation_fraction * n))
-        if not 0 < n_val < n:
-            raise MlnbError(f"eval.validation_fraction = {ev.validation_fraction} leaves no fitting or no "
-                            f"validation documents out of {n} training documents")
-        blocks = [np.sort(order[:n_val])]
-    else:
-        if ev.folds > n:
-            raise MlnbError(f"eval.folds = {ev.folds} is more than the {n} training documents")
-        blocks = [np.sort(block) for block in np.array_split(order, ev.folds)]
-    parts, rows, model, seconds = [], [], None, 0.0
-    for block in blocks:
-        keep = np.setdiff1d(np.arange(n), block, assume_unique=True)
-        fitted, fit_seconds = _fit_models(config, [name], X_train[keep], Y_train[keep], None, seed, labels)
-        model, seconds = fitted[name], fit_seconds[name]
-        parts.append(model.decision_function(X_train[block]))
-        rows.append(block)
-    rows = np.concatenate(rows)
-    back = np.argsort(rows, kind="stable")  # to training-row order
-    split = ev.validation == "split"
-    return HeldOut(np.vstack(parts)[back], Y_train[rows[back]], model if split else None, seconds if split else None)
-
-
 class HeldOut(NamedTuple):
     """What ``held_out_scores`` gives: validation scores and labels, and for a split its model."""
 
-    scores: np.ndarray  # (m, K) scores of held-out training documents
+    scores: np.ndarray  # (m, K) scores of held-out training documents, ascending ids
     labels: object  # (m, K) their labels
     model: object  # the split's model (fitted without them), or None for k-fold
     fit_seconds: float | None
 
 
-def untrainable_categories(Y_train) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of categories without a training positive or negative, every category's prior log-odds
-    log((N + ½)/(N̄ + ½)) (K,))."""
-    n = Y_train.shape[0]
-    positives = np.asarray(Y_train.sum(axis=0), dtype=np.float64).ravel()
-    return (np.flatnonzero((positives == 0) | (positives == n)),
-            prior_log_odds(positives, n).astype(np.float32))
+def held_out_scores(config: StudyConfig, name: str, train: Documents, seed: int, labels: dict,
+                    backend=None) -> HeldOut:
+    """Scores of training documents by a model that did not train on them, for the decision rule and
+    the calibration to learn from: the held-out part of a seeded hash split of the training
+    documents' ids (``eval.validation = "split"``), or the out-of-fold scores of k hash folds
+    (``mlnb.engine.documents``). The evaluation documents are never seen; the parts are the same
+    documents in memory, streamed and on Dask."""
+    ev = config.eval
+    split = ev.validation == "split"
+    buckets = validation_buckets(seed, "validation", fraction=ev.validation_fraction if split else None,
+                                 folds=None if split else ev.folds)
+    scores, Y, ids, model, seconds = [], [], [], None, None
+    what = f"eval.validation_fraction = {ev.validation_fraction}" if split else f"eval.folds = {ev.folds}"
+    for bucket in buckets:
+        held, rest = train.select(bucket), train.select(bucket.complement())
+        if train.in_memory and (rest.n_documents == 0 or (split and held.n_documents == 0)):
+            raise MlnbError(f"{what} leaves no fitting or no validation documents out of {train.n_documents} "
+                            "training documents")
+        try:
+            fitted = fit_models(config, [name], rest, seed, labels, backend=backend)
+        except MlnbError as error:
+            if train.in_memory or "no training documents" not in str(error):
+                raise
+            raise MlnbError(f"{what} leaves no fitting documents among the training documents") from None
+        part = score_in_memory({name: fitted.models[name]}, held)
+        if split and part.n_documents == 0:
+            raise MlnbError(f"{what} leaves no validation documents among the training documents")
+        model, seconds = fitted.models[name], fitted.seconds[name]
+        scores.append(part.scores[name])
+        Y.append(part.Y)
+        ids.append(part.ids)
+    order = np.argsort(np.concatenate(ids), kind="stable")  # one order (ascending ids) for every engine
+    return HeldOut(np.vstack(scores)[order], sp.vstack(Y, format="csr")[order], model if split else None,
+                   seconds if split else None)
 
 
 def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -169,8 +162,21 @@ def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> 
     return scores
 
 
-def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_names, *,
-               wanted: list[str] | None = None, curve_categories=(), seed: int | None = None) -> list[ModelRun]:
+@dataclass(eq=False)
+class LoopResult:
+    """What ``run_on`` gives besides the runs: the training documents' counts and the scores' holding."""
+
+    runs: list[ModelRun]
+    train_positives: np.ndarray  # (K,) float64
+    n_train: int
+    nnz_train: int
+    untrainable: np.ndarray
+    scored: Scored
+    counting_seconds: float = 0.0  # streamed: the counting pass of the training documents
+
+
+def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, wanted: list[str] | None = None,
+           curve_categories=(), seed: int | None = None, backend=None) -> LoopResult:
     """Fit every enabled model (or those ``wanted``, with the models they start from) on the
     training documents, then score, decide and evaluate it on the evaluation documents.
 
@@ -178,9 +184,10 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
     calibration (``eval.calibration``) learn from held-out scores of the training documents
     (``held_out_scores``), never from the evaluation documents; ``task = "multiclass"`` decides
     by the most probable class. Every ``eval.*`` key reaches this stage or the evaluation, for
-    every command.
+    every command and every size. The caller closes ``LoopResult.scored`` (spilled scores).
     """
     seed = config.seed if seed is None else seed
+    backend = backend or LocalBackend()
     ev = config.eval
     labels = model_labels(config)
     unknown = sorted(set(wanted or ()) - set(labels))
@@ -192,70 +199,166 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
     needs = {name for name in evaluated if not multiclass and
              (rules[name] in ("scut", "scutfbr") or ev.calibration != "none")}
     held = {}
+    eval_set = (evaluation.X, evaluation.Y) if train.in_memory and evaluation.in_memory else None
     if needs and ev.validation == "split" and not ev.refit:
         # thresholds fit the split's model, so that model is evaluated — for every model of the study,
         # so that all are compared trained on the same documents (the training part minus the split)
         for name in evaluated:
             with progress.status(f"held-out scores of {name} (split)"):
-                held[name] = held_out_scores(config, name, X_train, Y_train, seed, labels)
+                held[name] = held_out_scores(config, name, train, seed, labels, backend)
         fitted = {name: held[name].model for name in evaluated}
         fit_seconds = {name: held[name].fit_seconds for name in evaluated}
+        started = time.perf_counter()
+        positives, n_train, nnz = _training_counts(train, backend)
+        counting_seconds = time.perf_counter() - started if not train.in_memory else 0.0
     else:
-        fitted, fit_seconds = _fit_models(config, evaluated, X_train, Y_train, (X_eval, Y_eval), seed, labels)
-    untrainable, prior = untrainable_categories(Y_train)
-    n_train = Y_train.shape[0]
+        fit = fit_models(config, evaluated, train, seed, labels, backend=backend, eval_set=eval_set)
+        fitted, fit_seconds = fit.models, fit.seconds
+        positives, n_train, nnz = fit.positives, fit.n, fit.nnz
+        counting_seconds = fit.counting_seconds
+    untrainable = np.flatnonzero((positives == 0) | (positives == n_train))
+    prior = prior_log_odds(positives, n_train).astype(np.float32)
     # from integer counts: a float mean of an all-ones column can exceed 1 by an ulp
-    prevalence = np.asarray(Y_train.sum(axis=0), dtype=np.float64).ravel() / max(n_train, 1)
-    runs = []
-    for name in evaluated:
-        spec, estimator = config.models[name], fitted[name]
-        started = time.perf_counter()
-        scores = estimator.decision_function(X_eval)  # (n_eval, K)
-        score_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        rule_name = spec.decision or ev.decision
-        decision = calibration = probability_scores = decisions = uncalibrated = None
-        exclude = untrainable if ev.untrainable == "exclude" else None
-        if not multiclass:
+    prevalence = positives / max(n_train, 1)
+    exclude = untrainable if ev.untrainable == "exclude" else None
+
+    # decide: rules and calibrations learn from held-out scores, before the evaluation documents are scored
+    decisions_of, calibrations, validations = {}, {}, {}
+    for name in evaluated if not multiclass else ():
+        rule_name = config.models[name].decision or ev.decision
+        validation = calibration = None
+        if name in needs:
+            if name not in held:
+                with progress.status(f"held-out scores of {name} ({ev.validation})"):
+                    held[name] = held_out_scores(config, name, train, seed, labels, backend)
+            S_val, Y_val = held[name].scores, held[name].labels
             if ev.untrainable == "prior":
-                scores = _by_prior(scores, untrainable, prior)
-            validation = None
-            if name in needs:
-                if name not in held:
-                    with progress.status(f"held-out scores of {name} ({ev.validation})"):
-                        held[name] = held_out_scores(config, name, X_train, Y_train, seed, labels)
-                S_val, Y_val = held[name].scores, held[name].labels
-                if ev.untrainable == "prior":
-                    S_val = _by_prior(S_val, untrainable, prior)
-                validation = (S_val, Y_val)
-            if ev.calibration != "none":
-                calibration = fit_calibration(ev.calibration, *validation)
-                probability_scores = calibration.transform(scores)
-                uncalibrated = reliability_table(Y_eval, scores)
-            # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
-            cut_scores = probability_scores if (rule_name == "fixed" and calibration is not None) else scores
-            rule_validation = validation
-            if validation is not None and rule_name == "fixed" and calibration is not None:
-                rule_validation = (calibration.transform(validation[0]), validation[1])
-            decision = fit_decision_rule(rule_name, *(rule_validation or (None, None)), threshold=ev.threshold,
-                                         metric=ev.decision_metric, fbr=ev.fbr, fbr_rank=ev.fbr_rank,
-                                         rcut_k=ev.rcut_k, train_prevalence=prevalence)
-            decisions = decision.decide(cut_scores)
-            evaluation = evaluate(Y_eval, scores, category_names, threshold=ev.threshold,
-                                  roc_points=ev.roc_points, top_k=ev.top_k, curve_categories=curve_categories,
-                                  decisions=decisions, probability_scores=probability_scores, exclude=exclude,
-                                  train_prevalence=prevalence)
-        else:
-            evaluation = evaluate_multiclass(Y_eval, scores, category_names, threshold=ev.threshold,
-                                             roc_points=ev.roc_points, top_k=ev.top_k,
-                                             curve_categories=curve_categories, exclude=exclude,
-                                             train_prevalence=prevalence)
-        runs.append(ModelRun(name=name, kind=spec.kind, label=labels[name], model=estimator,
-                             fit_seconds=fit_seconds[name], score_seconds=score_seconds,
-                             eval_seconds=time.perf_counter() - started, evaluation=evaluation, scores=scores,
-                             decision=decision, calibration=calibration, probability_scores=probability_scores,
-                             decisions=decisions, uncalibrated=uncalibrated))
-    return runs
+                S_val = _by_prior(S_val, untrainable, prior)
+            validation = (S_val, Y_val)
+        if ev.calibration != "none":
+            calibration = fit_calibration(ev.calibration, *validation)
+        rule_validation = validation
+        if validation is not None and rule_name == "fixed" and calibration is not None:
+            rule_validation = (calibration.transform(validation[0]), validation[1])
+        decisions_of[name] = fit_decision_rule(rule_name, *(rule_validation or (None, None)), threshold=ev.threshold,
+                                               metric=ev.decision_metric, fbr=ev.fbr, fbr_rank=ev.fbr_rank,
+                                               rcut_k=ev.rcut_k, train_prevalence=prevalence)
+        calibrations[name] = calibration
+        validations[name] = validation
+
+    scored = _score(config, {name: fitted[name] for name in evaluated}, evaluation, backend, decisions_of,
+                    calibrations, exclude, prior if ev.untrainable == "prior" else None, untrainable)
+    runs = []
+    try:
+        for name in evaluated:
+            runs.append(_evaluate(config, name, labels[name], fitted[name], fit_seconds[name], scored,
+                                  decisions_of.get(name), calibrations.get(name), untrainable, prior, prevalence,
+                                  evaluation.category_names, curve_categories))
+    except BaseException:
+        scored.close()
+        raise
+    return LoopResult(runs, positives, n_train, nnz, untrainable, scored, counting_seconds)
+
+
+def _training_counts(train: Documents, backend) -> tuple[np.ndarray, int, int]:
+    """(N (K,), n, nnz) of the training documents: from Y in memory, by a counting pass when streamed."""
+    if train.in_memory:
+        return label_counts(train.Y), train.n_documents, int(train.X.nnz)
+    counts = backend.map_reduce(count_partition, train.source.partitions(), Reading(train.source, train.chunk_size),
+                                {}, combine=operator.add, description="counting the training documents")
+    return counts.positives, counts.n, counts.nnz
+
+
+def _score(config: StudyConfig, models: dict, evaluation: Documents, backend, rules: dict, calibrations: dict,
+           exclude, prior, untrainable) -> Scored:
+    """Every model's scores of the evaluation documents: in memory, or spilled when they do not fit
+    (``engine.scores``, ``engine.max_score_memory``)."""
+    if evaluation.in_memory:
+        return score_in_memory(models, evaluation)
+    engine, ev = config.engine, config.eval
+    limit = engine.max_score_memory * 2**20
+    K = evaluation.n_categories
+    if engine.scores == "memory" or (engine.scores == "auto" and fits_in_memory(
+            evaluation.source.expected_documents, K, len(models), limit)):
+        if backend.name == "local":
+            return score_in_memory(models, evaluation)
+    chunkwise = {name: rule for name, rule in rules.items() if rule.rule != "pcut"}
+
+    def refuse_spilled(n_documents) -> None:
+        """What the spilled evaluation cannot do, refused by what it needs (all scores at once)."""
+        why = (f"the test scores were spilled to disk ({'' if n_documents is None else f'{n_documents:,} '}documents "
+               f"× {K} categories × {len(models)} models: more than engine.max_score_memory = "
+               f"{engine.max_score_memory} MiB, or engine.scores = 'disk')")
+        if config.task == "multiclass":
+            raise MlnbError(f"task = 'multiclass' evaluates every class of a document at once; {why}")
+        if len(chunkwise) != len(models):
+            raise MlnbError(f"decision rule 'pcut' ranks every test document of a category at once; {why}")
+        if ev.bootstrap:
+            raise MlnbError(f"eval.bootstrap = {ev.bootstrap} resamples every test document at once; {why}: raise "
+                            "engine.max_score_memory or set eval.bootstrap = 0")
+
+    if engine.scores == "disk":
+        refuse_spilled(None)  # before any work
+    scored = score_spilled(models, evaluation, backend, rules=chunkwise, calibrations=calibrations,
+                           threshold=ev.threshold, top_k=ev.top_k, exclude=exclude, prior=prior,
+                           untrainable=untrainable, spill_folder=engine.spill_folder)
+    if engine.scores == "memory" or (engine.scores == "auto" and fits_in_memory(scored.n_documents, K, len(models),
+                                                                                 limit)):
+        return in_memory(scored)
+    try:
+        refuse_spilled(scored.n_documents)
+    except MlnbError:
+        scored.close()
+        raise
+    return scored
+
+
+def _evaluate(config: StudyConfig, name: str, label: str, estimator, fit_seconds: float, scored: Scored,
+              decision, calibration, untrainable, prior, prevalence, category_names, curve_categories) -> ModelRun:
+    ev = config.eval
+    spec = config.models[name]
+    started = time.perf_counter()
+    exclude = untrainable if ev.untrainable == "exclude" else None
+    if not scored.in_memory:  # the decisions and probabilities went into the spill's running sums
+        evaluation = evaluate_spilled(scored.spills[name], category_names, roc_points=ev.roc_points,
+                                      curve_categories=curve_categories, train_prevalence=prevalence)
+        return ModelRun(name=name, kind=spec.kind, label=label, model=estimator, fit_seconds=fit_seconds,
+                        score_seconds=scored.seconds[name], eval_seconds=time.perf_counter() - started,
+                        evaluation=evaluation, decision=decision, calibration=calibration,
+                        spill=scored.spills[name])
+    Y_eval, scores = scored.Y, scored.scores[name]
+    probability_scores = decisions = uncalibrated = None
+    if config.task != "multiclass":
+        if ev.untrainable == "prior":
+            scores = _by_prior(scores, untrainable, prior)
+        if calibration is not None:
+            probability_scores = calibration.transform(scores)
+            uncalibrated = reliability_table(Y_eval, scores)
+        # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
+        cut_scores = probability_scores if (decision.rule == "fixed" and calibration is not None) else scores
+        decisions = decision.decide(cut_scores)
+        evaluation = evaluate(Y_eval, scores, category_names, threshold=ev.threshold,
+                              roc_points=ev.roc_points, top_k=ev.top_k, curve_categories=curve_categories,
+                              decisions=decisions, probability_scores=probability_scores, exclude=exclude,
+                              train_prevalence=prevalence)
+    else:
+        evaluation = evaluate_multiclass(Y_eval, scores, category_names, threshold=ev.threshold,
+                                         roc_points=ev.roc_points, top_k=ev.top_k,
+                                         curve_categories=curve_categories, exclude=exclude,
+                                         train_prevalence=prevalence)
+    return ModelRun(name=name, kind=spec.kind, label=label, model=estimator, fit_seconds=fit_seconds,
+                    score_seconds=scored.seconds[name], eval_seconds=time.perf_counter() - started,
+                    evaluation=evaluation, scores=scores, decision=decision, calibration=calibration,
+                    probability_scores=probability_scores, decisions=decisions, uncalibrated=uncalibrated)
+
+
+def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_names, *,
+               wanted: list[str] | None = None, curve_categories=(), seed: int | None = None) -> list[ModelRun]:
+    """``run_on`` for matrices in memory (document ids = row numbers): the runs alone."""
+    names = list(category_names) if category_names is not None else [str(k) for k in range(Y_train.shape[1])]
+    train = InMemoryDocuments(X_train, Y_train, np.arange(X_train.shape[0], dtype=np.int64), names)
+    evaluation = InMemoryDocuments(X_eval, Y_eval, np.arange(X_eval.shape[0], dtype=np.int64), names)
+    return run_on(config, train, evaluation, wanted=wanted, curve_categories=curve_categories, seed=seed).runs
 
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
@@ -264,13 +367,35 @@ def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
     _check_against_data(config, dataset.category_names)
     check_budget(config, DataShape(int(dataset.train_index.size), int(dataset.test_index.size), dataset.n_features,
                                    dataset.n_categories, int(dataset.X.nnz)))  # the data's real shape now
-    if any(spec.kind in ("naive_bayes", "nb_logistic") and getattr(spec.options, "event_model", "multinomial")
-           in ("multinomial", "bernoulli", "complement") for spec in config.study_models()):
+    if any(get_kind(spec.kind).requires_non_negative(spec.options) for spec in config.study_models()):
         dataset.check_non_negative()  # the test part too, with the file and line of the first bad value
     features = FeatureTransform(config.features.transform, config.features.min_df,
                                 config.features.max_features)
     features.fit(dataset.X_train)
     return dataset, features
+
+
+def in_memory_documents(config: StudyConfig, dataset: Dataset, features: FeatureTransform
+                        ) -> tuple[InMemoryDocuments, InMemoryDocuments]:
+    """(train, test) documents of a dataset read whole, after the feature transform."""
+    ids, names = dataset.ids, list(dataset.category_names)
+    return (InMemoryDocuments(features.transform(dataset.X_train), dataset.Y_train, ids[dataset.train_index], names),
+            InMemoryDocuments(features.transform(dataset.X_test), dataset.Y_test, ids[dataset.test_index], names))
+
+
+def streamed_documents(config: StudyConfig) -> tuple[StreamedDocuments, StreamedDocuments]:
+    """(train, test) documents of a source read in chunks (``data.streaming = true``)."""
+    train, test = open_streams(config.data, config.features, config.seed)
+    if config.task == "multiclass":  # every document read is checked, as the in-memory loader checks them all
+        train, test = OneClassSource(train), OneClassSource(test)
+    data = config.data
+    return (StreamedDocuments(train, data.chunk_size, data.shuffle_buffer),
+            StreamedDocuments(test, data.chunk_size, data.shuffle_buffer))
+
+
+def split_rule(config: StudyConfig, dataset: Dataset | None = None) -> str:
+    """The sentence that says how the documents were split into training and test parts."""
+    return dataset.split_rule if dataset is not None else describe_split(config.data, config.seed)
 
 
 def _check_against_data(config: StudyConfig, category_names) -> None:
@@ -293,31 +418,72 @@ def _check_against_data(config: StudyConfig, category_names) -> None:
                             f"data has {n_categories} categories")
 
 
+def open_documents(config: StudyConfig):
+    """(config with report.category resolved, train, test, data description, category names) of
+    the config's data: read whole (``data.streaming = false``) or as chunk sources."""
+    if not config.data.streaming:
+        dataset, features = prepare_data(config)
+        train, test = in_memory_documents(config, dataset, features)
+        info = dataset.describe() | {"n_features_used": int(train.n_features),
+                                     "feature_transform": config.features.transform}
+        info.setdefault("split", split_rule(config, dataset))
+        names = list(dataset.category_names)
+    else:
+        train, test = streamed_documents(config)
+        names = list(train.category_names)
+        _check_against_data(config, names)
+        info = {"name": train.source.name, "n_features": train.n_features, "n_categories": len(names),
+                "n_features_used": train.n_features, "feature_transform": config.features.transform,
+                "split": split_rule(config)}
+    if config.report.category_name:  # the name decides; the resolved config records the index too
+        config = replace(config, report=replace(config.report, category=names.index(config.report.category_name)))
+    return config, train, test, info, names
+
+
 def run_study(config: StudyConfig) -> StudyResult:
     """Fit every enabled model on the training part, evaluate it on the test part, compare pairs."""
-    if config.data.streaming:
-        from mlnb.study_streaming import run_streaming_study
-
-        return run_streaming_study(config)
     started = time.perf_counter()
-    dataset, features = prepare_data(config)
-    if config.report.category_name:  # the name decides; the resolved config records the index too
-        index = list(dataset.category_names).index(config.report.category_name)
-        config = replace(config, report=replace(config.report, category=index))
-    X_train, X_test = features.transform(dataset.X_train), features.transform(dataset.X_test)
-    Y_train, Y_test = dataset.Y_train, dataset.Y_test
-    info = dataset.describe() | {"n_features_used": int(X_train.shape[1]),
-                                 "feature_transform": config.features.transform}
-    result = StudyResult(config=config, data=info, category_names=dataset.category_names,
-                         train_positives=np.asarray(Y_train.sum(axis=0)).ravel(),
-                         load_seconds=time.perf_counter() - started, Y_test=Y_test)
-    result.models = run_models(config, X_train, Y_train, X_test, Y_test, dataset.category_names,
-                               curve_categories=[config.report.category])
-    untrainable, _ = untrainable_categories(Y_train)
-    result.untrainable = untrainable
-    excluded = untrainable if config.eval.untrainable == "exclude" else None
-    ev = config.eval
-    for run in result.models:  # uncertainty of what the report states
+    config, train, test, info, names = open_documents(config)
+    with ExitStack() as stack:
+        backend = stack.enter_context(open_backend(config.engine)) if config.data.streaming else LocalBackend()
+        load_seconds = time.perf_counter() - started
+        loop = run_on(config, train, test, curve_categories=[config.report.category], backend=backend)
+        stack.callback(loop.scored.close)
+        scored = loop.scored
+        if config.data.streaming:
+            n_test = scored.n_documents
+            info |= {"n_documents": loop.n_train + n_test, "n_train": loop.n_train, "n_test": n_test, "nnz": loop.nnz_train,
+                     "mean_labels_per_document": float(loop.train_positives.sum() / max(loop.n_train, 1)),
+                     "mean_features_per_document": loop.nnz_train / max(loop.n_train, 1),
+                     "streaming": {"chunk_size": config.data.chunk_size,
+                                   "shuffle_buffer": config.data.shuffle_buffer,
+                                   "engine": backend.describe(),
+                                   "scores": "in memory" if scored.in_memory else "spilled to disk",
+                                   "not_computed": "" if scored.in_memory else SPILL_LIMITS}}
+        # reading the data: loading it whole, or the counting pass over the training chunks
+        result = StudyResult(config=config, data=info, category_names=names, train_positives=loop.train_positives,
+                             load_seconds=load_seconds + loop.counting_seconds, Y_test=scored.Y,
+                             untrainable=loop.untrainable)
+        result.models = loop.runs
+        _uncertainty(result, scored)
+        _compare(result, scored)
+    for run in result.models:
+        run.spill = None  # deleted with the run's temporary folder
+    return result
+
+
+def _uncertainty(result: StudyResult, scored: Scored) -> None:
+    """Bootstrap intervals of the summary metrics and DeLong intervals of every category's AUC."""
+    config, ev = result.config, result.config.eval
+    excluded = result.untrainable if ev.untrainable == "exclude" else None
+    for run in result.models:
+        if not scored.in_memory:
+            spill = run.spill
+            with progress.status(f"DeLong intervals of {run.name}"):
+                run.auc_intervals = auc_intervals_by_column(
+                    lambda k, spill=spill: (spill.label_column(k), spill.scores_column(k)), spill.n_categories,
+                    ev.confidence)
+            continue
         decisions = run.decisions
         if config.task == "multiclass":  # the argmax decision, one class per document
             n, K = run.scores.shape
@@ -325,19 +491,35 @@ def run_study(config: StudyConfig) -> StudyResult:
                                       shape=(n, K))
         if ev.bootstrap:
             with progress.status(f"bootstrap intervals of {run.name} ({ev.bootstrap} resamples)"):
-                run.intervals = bootstrap_intervals(Y_test, run.rank_scores, decisions=decisions,
+                run.intervals = bootstrap_intervals(scored.Y, run.rank_scores, decisions=decisions,
                                                     n_boot=ev.bootstrap, seed=config.seed, level=ev.confidence,
                                                     exclude=excluded)
-        run.auc_intervals = auc_confidence_intervals(Y_test, run.rank_scores, level=ev.confidence)
+        run.auc_intervals = auc_confidence_intervals(scored.Y, run.rank_scores, level=ev.confidence)
+
+
+def _compare(result: StudyResult, scored: Scored) -> None:
+    """DeLong tests per category of every compared pair (and McNemar's test for multiclass)."""
+    config = result.config
+    excluded = result.untrainable if config.eval.untrainable == "exclude" else None
     for name_a, name_b in config.compared_pairs():
         a, b = result.model(name_a), result.model(name_b)
-        mcnemar = None
-        if config.task == "multiclass":  # paired accuracy on the same documents
-            truth = a.evaluation.true
-            mcnemar = mcnemar_test(a.evaluation.predicted == truth, b.evaluation.predicted == truth)
         with progress.status(f"DeLong tests per category, {name_a} against {name_b}"):
-            result.comparisons.append(compare_scores(Y_test, a.rank_scores, b.rank_scores, dataset.category_names,
+            if not scored.in_memory:
+                spill_a, spill_b = a.spill, b.spill
+
+                def column(k: int, spill_a=spill_a, spill_b=spill_b):
+                    return spill_a.label_column(k), spill_a.scores_column(k), spill_b.scores_column(k)
+
+                table = delong_tests_by_column(column, len(result.category_names))
+                result.comparisons.append(comparison_from_tests(table, result.category_names, result.train_positives,
+                                                                a.label, b.label, config.report.alpha, name_a,
+                                                                name_b, exclude=excluded))
+                continue
+            mcnemar = None
+            if config.task == "multiclass":  # paired accuracy on the same documents
+                truth = a.evaluation.true
+                mcnemar = mcnemar_test(a.evaluation.predicted == truth, b.evaluation.predicted == truth)
+            result.comparisons.append(compare_scores(scored.Y, a.rank_scores, b.rank_scores, result.category_names,
                                                      result.train_positives, a.label, b.label,
                                                      config.report.alpha, name_a, name_b, mcnemar=mcnemar,
                                                      exclude=excluded))
-    return result

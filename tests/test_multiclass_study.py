@@ -84,8 +84,13 @@ def test_a_multilabel_file_given_to_a_multiclass_task(tmp_path):
                  "--set", "models.gnb.event_model=multinomial", "--set", "report.category=0")
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and f"{data}: document 3 has labels '0', '1'; task = 'multiclass'" in lines[0]
+    assert len(lines) == 1 and f"{data}:3: document has labels '0', '1'; task = 'multiclass'" in lines[0]
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.csv"))
+    streamed = run("run", ROOT / "configs" / "iris.toml", "--out", tmp_path / "out", "--quiet",
+                   "--set", "data.source=svmlight", "--set", f"data.svmlight.path={data}", "--set", "data.streaming=true",
+                   "--set", "models.gnb.event_model=multinomial", "--set", "report.category=0",
+                   "--set", "models.lr.enabled=false", "--set", 'report.category_name=""')
+    assert streamed.exit_code == 2 and streamed.output.strip() == result.output.strip()  # the same line
 
 
 @pytest.mark.parametrize("config", ["tweets_dtm.toml", "tweets.toml"])

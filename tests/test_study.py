@@ -13,6 +13,7 @@ from mlnb.studies import sweep as sweep_module
 from mlnb.cli import app
 from mlnb import MlnbError
 from mlnb.config import EvalConfig, load_config
+from mlnb.engine.documents import validation_buckets
 from mlnb.study import run_models
 
 SMALL = ["data.synthetic.n_documents=2000", "data.synthetic.n_features=1500", "data.synthetic.n_categories=12",
@@ -30,8 +31,8 @@ def _kw(name):
     return lambda args, kwargs, result: kwargs.get(name)
 
 
-def _fraction(args, kwargs, result):  # held_out_scores(config, name, X_train, ...): share of rows held out
-    return round(result[0].shape[0] / args[2].shape[0], 2)
+def _fraction(args, kwargs, result):  # held_out_scores(config, name, train, ...): share of documents held out
+    return round(result[0].shape[0] / args[2].n_documents, 1)  # a seeded hash split: the share ± a few %
 
 
 EVAL_KEYS = {
@@ -50,7 +51,7 @@ EVAL_KEYS = {
     "validation_fraction": (0.5, "held_out_scores", _fraction),
     "folds": (3, "held_out_scores", lambda a, k, r: a[0].eval.folds if r[2] is None else None),
     # refit: the evaluated model saw every training document (NB counts them)
-    "refit": (True, "run_models", lambda a, k, r: r[0].model.n_documents_ == a[1].shape[0]),
+    "refit": (True, "run_on", lambda a, k, r: r.runs[0].model.n_documents_ == a[1].n_documents),
     "untrainable": ("keep", "evaluate", lambda a, k, r: "keep" if k.get("exclude") is None else None),
     "bootstrap": (7, "bootstrap_intervals", _kw("n_boot")),
     "confidence": (0.9, "bootstrap_intervals", _kw("level")),
@@ -83,9 +84,9 @@ def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatc
         return result
 
     monkeypatch.setattr(mlnb.study, function, spy)
-    if function == "run_models":  # the commands import it from mlnb.study at import time
-        monkeypatch.setattr(sweep_module, "run_models", spy)
-        monkeypatch.setattr(curve_module, "run_models", spy)
+    if function == "run_on":  # the commands import it from mlnb.study at import time
+        monkeypatch.setattr(sweep_module, "run_on", spy)
+        monkeypatch.setattr(curve_module, "run_on", spy)
     settings = SMALL + NEEDS.get(key, []) + [f"eval.{key}={str(value).lower()}"]
     args = [command, "configs/quickstart.toml", "--out", str(tmp_path), "--quiet", *COMMANDS[command],
             *[a for s in settings for a in ("--set", s)]]
@@ -227,8 +228,11 @@ def test_every_model_trains_on_the_same_documents_when_the_split_model_is_kept(s
     config = load_config(None, ["eval.decision=fixed", "models.lr.decision=scut", "models.lr.npasses=1"])
     runs = run_models(config, small_corpus.X_train, small_corpus.Y_train, small_corpus.X_test, small_corpus.Y_test,
                       small_corpus.category_names)
-    n_fit = small_corpus.X_train.shape[0] - round(0.2 * small_corpus.X_train.shape[0])
-    assert runs[0].model.n_documents_ == n_fit  # nb, though its own rule needs no validation
+    # the training documents outside the held-out bucket of a seeded hash of their ids (row numbers here)
+    held = validation_buckets(config.seed, "validation", fraction=0.2)[0].mask(np.arange(small_corpus.X_train.shape[0]))
+    assert 0 < held.sum() < held.size
+    assert runs[0].model.n_documents_ == (~held).sum()  # nb too, though its own
+    #                                                 rule needs no validation
 
 
 @pytest.mark.parametrize("n", [40, 41])

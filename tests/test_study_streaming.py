@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from mlnb.cli import app
 from mlnb.config import load_config
-from mlnb.data.stream_config import open_streams
+from mlnb.data.sources import open_streams
 from mlnb.data.synthetic import make_rcv1_like
 from mlnb.metrics.evaluation import evaluate
 from mlnb.models.logistic import LogisticRegression
@@ -108,9 +108,32 @@ def test_streaming_evaluation_is_the_in_memory_evaluation(local_result, split):
     np.testing.assert_allclose(got.roc_tpr, expected.roc_tpr, atol=1e-9)
     for key in ("macro_auc", "micro_f1", "macro_f1", "label_ranking_average_precision"):
         assert got.summary[key] == pytest.approx(expected.summary[key], abs=1e-9), key
-    # the pooled micro AUC is binned: the exact one lies within the bound beside it
-    assert abs(got.summary["micro_auc"] - expected.summary["micro_auc"]) <= got.summary["micro_auc_max_error"] + 1e-12
+    # the test scores fit in memory (engine.scores = "auto"): the pooled micro AUC is exact too
+    assert got.summary["micro_auc"] == pytest.approx(expected.summary["micro_auc"], abs=1e-12)
     assert len(local_result.comparisons) == 2 and local_result.models[0].auc_intervals.shape == (N_CATEGORIES, 2)
+
+
+@pytest.fixture(scope="module")
+def spilled_result(shards):
+    return run_study(load_config(shards[1], ['engine.scores="disk"']))
+
+
+def test_spilled_scores_give_the_in_memory_evaluation(local_result, spilled_result):
+    """engine.scores = "disk": the evaluation from scores on disk, column by column, equals the one in memory
+    (the decisions were applied chunk by chunk), except the pooled micro AUC, binned within its bound."""
+    assert spilled_result.Y_test is None and spilled_result.data["streaming"]["scores"] == "spilled to disk"
+    for name in ("nb", "lr"):
+        here, there = local_result.model(name), spilled_result.model(name)
+        for column in ("auc", "average_precision", "f1", "log_loss", "brier"):
+            np.testing.assert_allclose(there.evaluation.per_category[column].to_numpy(dtype=float),
+                                       here.evaluation.per_category[column].to_numpy(dtype=float), rtol=1e-9,
+                                       atol=1e-9, err_msg=column)
+        np.testing.assert_allclose(there.auc_intervals, here.auc_intervals, rtol=1e-9, atol=1e-9)
+        error = there.evaluation.summary["micro_auc_max_error"]
+        assert abs(there.evaluation.summary["micro_auc"] - here.evaluation.summary["micro_auc"]) <= error + 1e-12
+    for a, b in zip(local_result.comparisons, spilled_result.comparisons):
+        np.testing.assert_allclose(a.table["p_value"].to_numpy(dtype=float), b.table["p_value"].to_numpy(dtype=float),
+                                   rtol=1e-9, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -137,15 +160,34 @@ def test_dask_logistic_regression_by_parameter_mixing_is_close_to_one_machine(lo
         assert there == pytest.approx(here, abs=0.01), name  # measured: 0.005–0.007
 
 
-def test_cli_runs_a_streaming_study_and_says_what_it_left_out(shards, tmp_path):
+def test_cli_runs_a_streaming_study_with_its_scores_file(shards, tmp_path):
     result = CliRunner().invoke(app, ["run", str(shards[1]), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     [folder] = [p for p in tmp_path.rglob("summary.json")]
     summary = json.loads(folder.read_text())
     assert summary["data"]["streaming"]["chunk_size"] == 450
+    assert (folder.parent / "scores.npz").exists()  # held in memory: `mlnb compare` can pair it
+    assert "held in memory" in (folder.parent / "report.md").read_text()
+
+
+def test_cli_with_spilled_scores_says_what_it_left_out(shards, tmp_path):
+    result = CliRunner().invoke(app, ["run", str(shards[1]), "--out", str(tmp_path), "--set", 'engine.scores="disk"'])
+    assert result.exit_code == 0, result.output
+    [folder] = [p for p in tmp_path.rglob("summary.json")]
+    summary = json.loads(folder.read_text())
     assert not (folder.parent / "scores.npz").exists()
     assert summary["models"]["nb"]["micro_auc_max_error"] < 1e-3
-    assert "bootstrap" in (folder.parent / "report.md").read_text()  # says what streaming left out
+    assert "bootstrap" in (folder.parent / "report.md").read_text()  # says what the spilled evaluation left out
+
+
+@pytest.mark.parametrize("setting, needs", [("eval.bootstrap=20", "eval.bootstrap = 20 resamples every test document"),
+                                            ('eval.decision="pcut"', "'pcut' ranks every test document")])
+def test_what_spilled_scores_cannot_do_is_refused_in_one_line(shards, tmp_path, setting, needs):
+    result = CliRunner().invoke(app, ["run", str(shards[1]), "--out", str(tmp_path / "out"), "--set",
+                                      'engine.scores="disk"', "--set", setting])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("LR pass")]
+    assert len(lines) == 1 and needs in lines[0] and "spilled to disk" in lines[0], result.output
 
 
 @pytest.mark.parametrize("engine", ["local", "dask"])

@@ -195,16 +195,18 @@ def mix(a: WeightedState, b: WeightedState) -> WeightedState:
 # -- 3. scoring -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Scoring:
-    """How every model's test scores become spills: the settings the running sums need."""
+    """How every model's test scores become spills: the settings the running sums need, and each
+    model's decision rule and calibration (fitted before scoring, from held-out scores)."""
 
     reading: Reading
     models: dict  # name -> fitted estimator
-    rules: dict  # name -> fitted decision rule (fixed or rcut: they need no validation scores)
+    rules: dict  # name -> fitted decision rule that decides chunk by chunk (absent: none is applied)
     threshold: float
     top_k: int
     exclude: np.ndarray | None  # categories left out of every average (eval.untrainable = 'exclude')
     prior: np.ndarray | None  # (K,) prior log-odds that replace untrainable categories' scores ('prior')
     untrainable: np.ndarray  # (indices)
+    calibrations: dict = field(default_factory=dict)  # name -> fitted calibration (absent: none)
 
 
 def score_partitions(group: tuple[int, list], scoring: Scoring, root: str) -> dict[str, str]:
@@ -224,7 +226,14 @@ def score_partitions(group: tuple[int, list], scoring: Scoring, root: str) -> di
                     scores = model.decision_function(chunk.X)  # (m, K); presence models binarise inside
                     if scoring.prior is not None and scoring.untrainable.size:
                         scores[:, scoring.untrainable] = scoring.prior[scoring.untrainable]
-                    spills[name].append(chunk.Y, scores, decisions=scoring.rules[name].decide(scores))
+                    calibration = scoring.calibrations.get(name)
+                    probabilities = None if calibration is None else calibration.transform(scores)
+                    rule = scoring.rules.get(name)  # None: a rule that cannot decide chunk by chunk (pcut)
+                    # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
+                    cut = probabilities if (rule is not None and rule.rule == "fixed" and calibration is not None) \
+                        else scores
+                    spills[name].append(chunk.Y, scores, decisions=None if rule is None else rule.decide(cut),
+                                        probability_scores=probabilities)
         for spill in spills.values():
             spill.close()
     except BaseException:

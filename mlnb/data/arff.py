@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset, RowOrigin
+from mlnb.data.splits import given_split_rule
 from mlnb.data.validate import check_features, existing_file
 from mlnb.errors import MlnbError
 
@@ -455,4 +456,4 @@ def load_arff_dataset(train_path, test_path, xml_path, name: str | None = None) 
     origins = [RowOrigin(str(path), parsed.X.shape[0], row_lines=parsed.row_lines)
                for path, parsed in ((train_path, train), (test_path, test))]
     return Dataset.from_train_test(train.X, train.Y, test.X, test.Y, labels, train.feature_names, origins=origins,
-                                   name=name or xml_path.stem)
+                                   name=name or xml_path.stem, split_rule=given_split_rule("test file", test_path))

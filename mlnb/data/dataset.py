@@ -1,9 +1,16 @@
-"""A multilabel dataset: X (documents × features), Y (documents × categories), a split.
+"""A multilabel dataset: X (documents × features), Y (documents × categories), ids, a split.
 
-X is CSR float32 and Y is CSR 0/1; the train/test split is a pair of row
-index arrays drawn from a seeded generator, so the same seed always gives the
-same split. Loaders (synthetic, svmlight, ...) build one of these; nothing
-downstream cares where it came from.
+X is CSR float32 and Y is CSR 0/1; each row has an id (int64), the number a streaming source
+gives the same document (see :mod:`mlnb.data.stream`). The train/test split is a pair of row
+index arrays made by one of a few rules, named in ``split_rule`` for the report:
+
+* a seeded hash of each document's id (:func:`hash_split`, :func:`mlnb.data.hashing.split_mask`):
+  every source without a given test part, in memory exactly as streamed;
+* a given test part (a test file or folder, ModApte, ARFF's train/test files): training rows
+  first, then test rows (:meth:`Dataset.from_train_test`);
+* a corpus's own split (LYRL2004) or a seeded random split of given sizes (RCV1's ``random``).
+
+Loaders (synthetic, svmlight, ...) build one of these; nothing downstream cares where it came from.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb.data.hashing import SAMPLE_PURPOSE, hash_unit, purpose_seed, split_mask
+from mlnb.data.splits import hash_split_rule, random_split_rule, sample_rule
 from mlnb.data.validate import check_features, check_labels, place
 from mlnb.errors import MlnbError
 
@@ -29,6 +38,10 @@ class Dataset:
     name : a short label for reports
     origins : where the rows of X come from, in row order (``RowOrigin``s: a file and the lines of
               its rows), so that a value refused later is named by file and line
+    ids : int64 (n,), each row's document id, ≥ 0: its position in its file (or part), ``(file number
+          << 40) + position`` for several files, a corpus's own id (Reuters NEWID), as the streaming
+          sources number them; default arange(n). Unique within the training part and within the test part.
+    split_rule : the report's sentence for the rule that made train_index / test_index
     """
 
     X: sp.csr_matrix
@@ -39,9 +52,16 @@ class Dataset:
     feature_names: list | None = None
     name: str = "dataset"
     origins: tuple = ()
+    ids: np.ndarray | None = None
+    split_rule: str = ""
 
     def __post_init__(self):
         n = self.X.shape[0]
+        ids = np.arange(n, dtype=np.int64) if self.ids is None else np.asarray(self.ids)
+        if ids.shape != (n,) or (ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0)):
+            raise MlnbError(f"ids: expected {n} non-negative integer document ids, one per row, got "
+                            f"{ids.dtype} {ids.shape}")
+        object.__setattr__(self, "ids", ids.astype(np.int64, copy=False))
         if self.Y.shape[0] != n:
             raise MlnbError(f"X has {n} documents but Y has {self.Y.shape[0]}")
         if len(self.category_names) != self.Y.shape[1]:
@@ -52,18 +72,23 @@ class Dataset:
     # -- construction ------------------------------------------------------------------------
     @classmethod
     def from_arrays(cls, X, Y, category_names=None, feature_names=None, test_fraction=0.5,
-                    seed=0, name="dataset", origins=()) -> "Dataset":
-        """All documents in one pool, split at random with ``seed``."""
+                    seed=0, name="dataset", origins=(), ids=None) -> "Dataset":
+        """All documents in one pool, split by a seeded hash of their ``ids`` (default arange(n)):
+        the split a streaming source of the same documents makes (:func:`hash_split`)."""
         X, Y = _as_X(X), _as_Y(Y)
         names = list(category_names) if category_names is not None else _default_names(Y.shape[1])
-        train, test = random_split(X.shape[0], test_fraction, seed)
-        return cls(X=X, Y=Y, category_names=names, feature_names=feature_names,
-                   train_index=train, test_index=test, name=name, origins=tuple(origins))
+        ids = np.arange(X.shape[0], dtype=np.int64) if ids is None else ids
+        train, test = hash_split(ids, seed, test_fraction)
+        return cls(X=X, Y=Y, category_names=names, feature_names=feature_names, train_index=train,
+                   test_index=test, name=name, origins=tuple(origins), ids=ids,
+                   split_rule=hash_split_rule(seed, test_fraction))
 
     @classmethod
     def from_train_test(cls, X_train, Y_train, X_test, Y_test, category_names=None,
-                        feature_names=None, name="dataset", origins=()) -> "Dataset":
-        """A given split: training rows first, then test rows."""
+                        feature_names=None, name="dataset", origins=(), ids=None,
+                        split_rule="the given test part") -> "Dataset":
+        """A given split: training rows first, then test rows. ``ids``: (train ids, test ids), default
+        each part's positions (arange), as a train file and a test file number their documents."""
         X_train, X_test = _as_X(X_train), _as_X(X_test)
         Y_train, Y_test = _as_Y(Y_train), _as_Y(Y_test)
         if X_train.shape[1] != X_test.shape[1]:
@@ -74,15 +99,20 @@ class Dataset:
                             f"{Y_test.shape[1]}")
         n_train, n_test = X_train.shape[0], X_test.shape[0]
         names = list(category_names) if category_names is not None else _default_names(Y_train.shape[1])
+        train_ids, test_ids = ids if ids is not None else (np.arange(n_train), np.arange(n_test))
         return cls(X=sp.vstack([X_train, X_test], format="csr"),
                    Y=sp.vstack([Y_train, Y_test], format="csr"), category_names=names,
                    feature_names=feature_names, train_index=np.arange(n_train),
-                   test_index=np.arange(n_train, n_train + n_test), name=name, origins=tuple(origins))
+                   test_index=np.arange(n_train, n_train + n_test), name=name, origins=tuple(origins),
+                   ids=np.concatenate([np.asarray(train_ids, dtype=np.int64), np.asarray(test_ids, dtype=np.int64)]),
+                   split_rule=split_rule)
 
     def split_by_counts(self, train_size: int = 0, test_size: int = 0, test_fraction: float = 0.5,
                         seed: int = 0) -> "Dataset":
         """A new seeded random split of all documents: ``test_size`` test documents
-        (0: ``test_fraction`` of all) and ``train_size`` training documents (0: the rest)."""
+        (0: ``test_fraction`` of all) and ``train_size`` training documents (0: the rest). Only
+        RCV1's ``split = "random"`` (exact sizes) uses it; a pool without sizes is split by
+        :func:`hash_split`."""
         n = self.n_documents
         n_test = test_size or int(round(n * test_fraction))
         n_train = train_size or n - n_test
@@ -91,15 +121,22 @@ class Dataset:
                             f"{n} documents")
         permutation = np.random.default_rng([seed, 2]).permutation(n)
         return replace(self, test_index=np.sort(permutation[:n_test]),
-                       train_index=np.sort(permutation[n_test:n_test + n_train]))
+                       train_index=np.sort(permutation[n_test:n_test + n_train]),
+                       split_rule=random_split_rule(train_size, test_size, test_fraction, seed))
 
     def subsample_train(self, n_documents: int, seed: int = 0) -> "Dataset":
-        """Keep a seeded random ``n_documents`` of the training rows (all if fewer)."""
-        if n_documents <= 0 or n_documents >= self.train_index.size:
+        """Keep ``n_documents`` of the training rows (all if fewer; 0: all): those with the smallest
+        u(seed_s, id) (:func:`mlnb.data.hashing.hash_unit`, seed_s = ``purpose_seed(seed, SAMPLE_PURPOSE)``).
+        A function of the ids and the seed only, so a streamed source can draw the same sample (a
+        top-n of its training ids), and a smaller sample is part of every larger one."""
+        if n_documents <= 0:
             return self
-        rng = np.random.default_rng([seed, 1])
-        keep = np.sort(rng.choice(self.train_index, size=n_documents, replace=False))
-        return replace(self, train_index=keep)
+        rule = self.split_rule + sample_rule(n_documents, seed)
+        if n_documents >= self.train_index.size:
+            return replace(self, split_rule=rule)
+        u = hash_unit(self.ids[self.train_index], purpose_seed(seed, SAMPLE_PURPOSE))
+        smallest = np.argpartition(u, n_documents - 1)[:n_documents]  # ties: u has 53 bits, ids are distinct
+        return replace(self, train_index=np.sort(self.train_index[smallest]), split_rule=rule)
 
     # -- views -------------------------------------------------------------------------------
     @property
@@ -162,6 +199,7 @@ class Dataset:
             "mean_features_per_document": float(words_per_doc.mean()) if self.n_documents else 0.0,
             "max_prevalence": float(prevalence.max()) if self.n_categories else 0.0,
             "min_nonzero_prevalence": float(prevalence[prevalence > 0].min()) if (prevalence > 0).any() else 0.0,
+            "split": self.split_rule,
         }
 
 
@@ -176,15 +214,16 @@ class RowOrigin:
     row_lines: object = None
 
 
-def random_split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded split of range(n) into sorted (train, test) index arrays."""
-    if not 0.0 < test_fraction < 1.0:
-        raise MlnbError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    n_test = int(round(n * test_fraction))
-    if n_test == 0 or n_test == n:
-        raise MlnbError(f"test_fraction {test_fraction} of {n} documents leaves an empty train or test set")
-    permutation = np.random.default_rng([seed, 0]).permutation(n)
-    return np.sort(permutation[n_test:]), np.sort(permutation[:n_test])
+def hash_split(ids, seed: int, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(train, test) row numbers, sorted: row i is a test row when ``split_mask(ids, seed,
+    test_fraction)[i]``, the rule by which a streaming source splits the same documents. The test
+    share is test_fraction ± sqrt(test_fraction · (1 − test_fraction) / n), not exactly it."""
+    ids = np.asarray(ids)
+    test = split_mask(ids, seed, test_fraction)
+    if test.all() or not test.any():
+        raise MlnbError(f"test_fraction {test_fraction} of {ids.size} documents leaves an empty train or test set "
+                        f"(split by a seeded hash of each document's id, seed {seed})")
+    return np.flatnonzero(~test), np.flatnonzero(test)
 
 
 def _rows(M: sp.csr_matrix, index: np.ndarray) -> sp.csr_matrix:

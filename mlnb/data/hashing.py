@@ -12,6 +12,12 @@ standard deviation), like independent coin flips.
 
 splitmix64 (Steele, Lea, Flood 2014; the seeding generator of xoroshiro) is
 a bijection of 64-bit words whose output bits each depend on every input bit.
+
+Other uses of the hash take their own seed, ``purpose_seed(seed, p) = seed + p · 2^32``
+(seeds are below 2^32), so that they are independent of the split and of each other:
+p = 0 is the train/test split itself, p = ``SAMPLE_PURPOSE`` the training sample of
+``data.max_train_documents`` (the n training documents with the smallest u), and the study's
+validation parts take theirs (``mlnb.engine.documents.PURPOSES``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ import numpy as np
 from mlnb.errors import MlnbError
 
 _MASK64 = (1 << 64) - 1
+#: ids of file k of a source of several files start at k << FILE_ID_SHIFT (2^40 ≈ 10^12 documents a file)
+FILE_ID_SHIFT = 40
+#: p of the training sample's seed (``mlnb.engine.documents.PURPOSES["sample"]``)
+SAMPLE_PURPOSE = 3
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
@@ -52,6 +62,11 @@ def hash_unit(ids, seed: int) -> np.ndarray:
     key = np.uint64(_splitmix64_int(int(seed) & _MASK64))
     h = splitmix64(ids.astype(np.uint64) ^ key)
     return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def purpose_seed(seed: int, purpose: int) -> int:
+    """The seed of the hash for purpose ``purpose`` (0: the split itself): seed + purpose · 2^32."""
+    return int(seed) + (int(purpose) << 32)
 
 
 def split_mask(ids, seed: int, test_fraction: float) -> np.ndarray:

@@ -31,12 +31,23 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset, RowOrigin
+from mlnb.data.hashing import FILE_ID_SHIFT
+from mlnb.data.splits import random_split_rule
 from mlnb.data.validate import check_features, check_labels, existing_file, existing_folder, place
 from mlnb.errors import MlnbError
 
 N_FEATURES = 47_236
 LYRL_TRAIN = 23_149
 SPLITS = ("lyrl2004", "swapped", "random")
+
+
+def split_rule(split: str, train_size: int = 0, test_size: int = 0, test_fraction: float = 0.5, seed: int = 0) -> str:
+    """The report's sentence for one of SPLITS (``Dataset.split_rule``)."""
+    if split == "random":
+        return random_split_rule(train_size, test_size, test_fraction, seed)
+    if split == "swapped":
+        return "the LYRL2004 split swapped (trained on its test documents, tested on its training documents)"
+    return "the LYRL2004 split"
 
 
 def _split(dataset: Dataset, n_first: int, split: str, train_size: int, test_size: int,
@@ -50,7 +61,7 @@ def _split(dataset: Dataset, n_first: int, split: str, train_size: int, test_siz
     train, test = (first, rest) if split == "lyrl2004" else (rest, first)
     if train.size == 0 or test.size == 0:
         raise MlnbError(f"split {split!r} needs both the LYRL2004 training and test documents")
-    return replace(dataset, train_index=train, test_index=test)
+    return replace(dataset, train_index=train, test_index=test, split_rule=split_rule(split))
 
 
 # -- scikit-learn's cache ------------------------------------------------------------------------
@@ -371,6 +382,9 @@ def load_lyrl2004(folder, split: str = "lyrl2004", train_size: int = 0, test_siz
     Y.data[:] = 1
     origins = tuple(RowOrigin(str(p), part[0].shape[0], row_lines=_row_lines(p))
                     for p, part in zip([train_file, *test_files], parts))
+    # ids as a source of several files numbers them: (file number << 40) + position in the file
+    ids = np.concatenate([(k << FILE_ID_SHIFT) + np.arange(part[0].shape[0], dtype=np.int64)
+                          for k, part in enumerate(parts)])
     dataset = Dataset(X=X, Y=Y, category_names=topics, train_index=np.arange(0), test_index=np.arange(0),
-                      name="rcv1-lyrl2004", origins=origins)
+                      name="rcv1-lyrl2004", origins=origins, ids=ids)
     return _split(dataset, parts[0][0].shape[0], split, train_size, test_size, test_fraction, seed)

@@ -40,6 +40,8 @@ from mlnb.data.validate import existing_file, existing_folder
 from mlnb.errors import MlnbError
 
 SPLITS = ("modapte",)
+#: the report's sentence for the ModApte split (``Dataset.split_rule``)
+SPLIT_RULE = "the ModApte split (LEWISSPLIT TRAIN / TEST of the TOPICS=\"YES\" stories)"
 
 # The opening tag must end on its own line; a line that starts one but never
 # closes it (a file cut mid-tag) is caught by the missing ">".
@@ -259,7 +261,8 @@ def load_reuters21578(folder, split: str = "modapte", min_train_per_topic: int =
     Returns
     -------
     Dataset
-        Training rows first, then test rows; categories are the topic names, sorted.
+        Training rows first, then test rows; categories are the topic names, sorted; ids are the
+        stories' NEWIDs.
     """
     if split not in SPLITS:
         raise MlnbError(f"unknown Reuters-21578 split {split!r}: expected one of {', '.join(SPLITS)}")
@@ -275,4 +278,5 @@ def load_reuters21578(folder, split: str = "modapte", min_train_per_topic: int =
     X_train, X_test, feature_names = vectorize([d.text for d in train], [d.text for d in test],
                                                text_options)
     return Dataset.from_train_test(X_train, _label_matrix(train, topics), X_test,
-                                   _label_matrix(test, topics), topics, feature_names, name=name)
+                                   _label_matrix(test, topics), topics, feature_names, name=name,
+                                   ids=([d.newid for d in train], [d.newid for d in test]), split_rule=SPLIT_RULE)

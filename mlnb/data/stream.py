@@ -9,8 +9,11 @@ matrices do, and a bad line is reported as ``file:LINE``.
 
 Sources here: :class:`SvmlightSource` (one file or a glob of shards, plain, .gz
 or .bz2) and :class:`TextSource` (CSV / TSV / JSON-lines, vectorised per
-chunk); binary shards are in :mod:`mlnb.data.shards`. Concatenated, the chunks of
-a source are exactly the matrices the in-memory loader builds from the same files.
+chunk); binary shards are in :mod:`mlnb.data.shards`. Each reads its files through
+the one reader of its format (:mod:`mlnb.data.svmlight`, :mod:`mlnb.data.text`),
+which the in-memory loaders use too: concatenated, the chunks of a source are exactly
+the matrices, ids and split the in-memory loader builds from the same files, and a
+bad line gives the same message.
 
 Document ids (``Chunk.ids``) are global and increase in source order:
 
@@ -28,35 +31,28 @@ of the ids (:func:`split_source`); a given test file is its own source.
 
 from __future__ import annotations
 
-import bz2
-import codecs
-import csv
-import glob
-import gzip
-import io
-import json
-import os
 import time
-import warnings
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
-from mlnb.data.hashing import split_mask
-from mlnb.data.svmlight_blocks import ParsedBlock, describe_bad_line, parse_block
-from mlnb.data.text import TextOptions
-from mlnb.data.validate import check_features, check_labels, existing_file
-from mlnb.errors import MlnbError, MlnbWarning
+from mlnb.data import svmlight
+from mlnb.data.files import expand_paths, file_ids, source_name
+from mlnb.data.hashing import FILE_ID_SHIFT, split_mask
+from mlnb.data.svmlight import SvmlightScan, join_blocks, matrices, scan_svmlight, slice_block
+from mlnb.data.svmlight_blocks import ParsedBlock
+from mlnb.data.text import TextOptions, TextReading, fit_text, label_matrix, text_format, text_records, vectorizer
+from mlnb.data.validate import check_features, check_labels, one_class_error
+from mlnb.errors import MlnbError
 
-#: ids of file k of a multi-file source start at k << FILE_ID_SHIFT (2^40 ≈ 10^12 documents a file)
-FILE_ID_SHIFT = 40
-#: bytes read (decompressed) and parsed at a time by the svmlight reader
-BLOCK_BYTES = 4 * 2**20
+__all__ = ["FILE_ID_SHIFT", "Chunk", "ChunkSource", "Partition", "SplitPart", "SvmlightScan", "SvmlightSource",
+           "TextReading", "TextSource", "OneClassSource", "check_chunk_size", "check_one_class", "concatenate", "expand_paths",
+           "fit_text", "make_chunk", "scan_svmlight", "split_source", "svmlight_sources", "text_sources",
+           "track_chunks"]
 
 
 # -- the interfaces -----------------------------------------------------------------------------
@@ -194,16 +190,50 @@ def make_chunk(X, Y, ids, where: str, first_line: int, row_lines=None) -> Chunk:
     return Chunk(X, Y, np.asarray(ids, dtype=np.int64), where, int(first_line), lines)
 
 
-def check_one_class(chunk: Chunk) -> None:
+def check_one_class(chunk: Chunk, category_names=None) -> None:
     """Every document of the chunk in exactly one class (task = 'multiclass'), or one line naming
     the first that is not by file and line."""
     counts = np.diff(chunk.Y.indptr)
     bad = np.flatnonzero(counts != 1)
     if bad.size:
         row = int(bad[0])
-        has = f"{counts[row]} labels" if counts[row] else "no label"
-        raise MlnbError(f"{chunk.place(row)}: document has {has}; task = 'multiclass' needs exactly one class per "
-                        "document: use task = 'multilabel'")
+        indices = chunk.Y.indices[chunk.Y.indptr[row]:chunk.Y.indptr[row + 1]]
+        names = [category_names[k] if category_names is not None else str(k) for k in indices]
+        raise one_class_error(chunk.place(row), names)
+
+
+class OneClassSource(ChunkSource):
+    """The documents of ``source``, each checked to be in exactly one class (task = 'multiclass')
+    as it is read, wherever it is read (here or on a Dask worker)."""
+
+    def __init__(self, source: ChunkSource):
+        self.source = source
+        self.n_features = source.n_features
+        self.category_names = source.category_names
+        self.feature_names = source.feature_names
+        self.name = source.name
+
+    @property
+    def n_documents(self) -> int | None:
+        return self.source.n_documents
+
+    @property
+    def expected_documents(self) -> int | None:
+        return self.source.expected_documents
+
+    def partitions(self) -> list[Partition]:
+        return self.source.partitions()
+
+    def read(self, partition: Partition, chunk_size: int) -> Iterator[Chunk]:
+        for chunk in self.source.read(partition, chunk_size):
+            check_one_class(chunk, self.category_names)
+            yield chunk
+
+    def read_where(self, partition: Partition, chunk_size: int,
+                   keep: Callable[[np.ndarray], np.ndarray]) -> Iterator[Chunk]:
+        for chunk in self.source.read_where(partition, chunk_size, keep):
+            check_one_class(chunk, self.category_names)
+            yield chunk
 
 
 def concatenate(chunks: Iterable[Chunk]) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
@@ -215,149 +245,12 @@ def concatenate(chunks: Iterable[Chunk]) -> tuple[sp.csr_matrix, sp.csr_matrix, 
             np.concatenate([c.ids for c in chunks]))
 
 
-# -- files ----------------------------------------------------------------------------------------
-_GLOB_CHARACTERS = set("*?[")
-
-
-def expand_paths(paths, what: str) -> list[Path]:
-    """Files named by ``paths`` (one path or glob pattern, or a list of them), in order; a pattern
-    gives its matches sorted by name. One line when a file is missing or a pattern matches none."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files: list[Path] = []
-    for entry in paths:
-        entry = str(entry)
-        if _GLOB_CHARACTERS & set(entry):
-            matches = sorted(Path(p) for p in glob.glob(entry) if Path(p).is_file())
-            if not matches:
-                raise MlnbError(f"{entry}: no file matches this pattern ({what})")
-            files.extend(matches)
-        else:
-            files.append(existing_file(entry, what))
-    if not files:
-        raise MlnbError(f"no files given ({what})")
-    return files
-
-
-def _open_binary(path: Path):
-    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix.lower(), open)
-    try:
-        return opener(path, "rb")
-    except OSError as error:
-        raise MlnbError(f"{path}: cannot open ({error.strerror or error})") from None
-
-
-_DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
-
-
-def _blocks(path: Path, block_bytes: int | None = None) -> Iterator[tuple[bytes, int]]:
-    """(block, number of the block's first line): whole lines of ``path``, about ``block_bytes``
-    (default BLOCK_BYTES) at a time."""
-    block_bytes = block_bytes or BLOCK_BYTES
-    line = 1
-    carry = b""
-    with _open_binary(path) as stream:
-        while True:
-            try:
-                raw = stream.read(block_bytes)
-            except _DECOMPRESSION_ERRORS as error:
-                complete = line - 1 + carry.count(b"\n")
-                raise MlnbError(f"{path}: corrupt or truncated compressed data after line {complete} ({error})") \
-                    from None
-            if not raw:
-                if carry:
-                    yield carry, line
-                return
-            data = carry + raw if carry else raw
-            del raw
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry = data
-                continue
-            block, carry = data[:cut + 1], data[cut + 1:]
-            del data
-            yield block, line
-            line += block.count(b"\n")
-            del block
-
-
 # -- svmlight -------------------------------------------------------------------------------------
-def _parse_or_explain(block: bytes, first_line: int, path: Path, index_base: int, n_features, n_categories,
-                      use_numba: bool) -> ParsedBlock:
-    parsed = parse_block(block, index_base, n_features, n_categories, use_numba=use_numba)
-    if parsed is None:
-        found = describe_bad_line(block, index_base, n_features, n_categories)
-        if found is None:
-            last = first_line + block.count(b"\n")
-            raise MlnbError(f"{path}: lines {first_line}-{last}: not readable as svmlight text "
-                            "('<labels> <index>:<value> ...')")
-        line, problem = found
-        raise MlnbError(f"{path}:{first_line + line - 1}: {problem}")
-    parsed.lines += first_line - 1
-    return parsed
-
-
-def _concat(a: ParsedBlock, b: ParsedBlock) -> ParsedBlock:
-    """The documents of a, then those of b."""
-    return ParsedBlock(indptr=np.concatenate([a.indptr, b.indptr[1:] + a.indptr[-1]]),
-                       indices=np.concatenate([a.indices, b.indices]), data=np.concatenate([a.data, b.data]),
-                       label_indptr=np.concatenate([a.label_indptr, b.label_indptr[1:] + a.label_indptr[-1]]),
-                       labels=np.concatenate([a.labels, b.labels]), lines=np.concatenate([a.lines, b.lines]))
-
-
-def _slice(block: ParsedBlock, a: int, b: int) -> ParsedBlock:
-    """Documents a .. b of a block, in arrays of their own."""
-    x0, x1 = block.indptr[a], block.indptr[b]
-    l0, l1 = block.label_indptr[a], block.label_indptr[b]
-    return ParsedBlock(indptr=block.indptr[a:b + 1] - x0, indices=block.indices[x0:x1].copy(),
-                       data=block.data[x0:x1].copy(), label_indptr=block.label_indptr[a:b + 1] - l0,
-                       labels=block.labels[l0:l1].copy(), lines=block.lines[a:b].copy())
-
-
-@dataclass
-class SvmlightScan:
-    """What a pass over svmlight files found: the largest 0-based feature index and label, and
-    the documents in each file."""
-
-    max_index: int
-    max_label: int
-    documents: list
-
-
-def scan_svmlight(paths: Sequence[Path], index_base: int = 1, n_features: int | None = None,
-                  n_categories: int | None = None, use_numba: bool = True) -> SvmlightScan:
-    """One pass over the files, parsing every line (as reading does): the dimensions they need
-    and their document counts. Costs about one reading pass (experiments/bench_shards.py)."""
-    max_index, max_label, documents = -1, -1, []
-    for path in paths:
-        count = 0
-        for block, line in _blocks(path):
-            parsed = _parse_or_explain(block, line, path, index_base, n_features, n_categories, use_numba)
-            max_index, max_label = max(max_index, parsed.max_index), max(max_label, parsed.max_label)
-            count += parsed.n_documents
-        documents.append(count)
-    return SvmlightScan(max_index, max_label, documents)
-
-
-def _category_names(category_names, n_categories: int | None) -> list | None:
-    if category_names is None:
-        return None
-    source = ""
-    if isinstance(category_names, (str, os.PathLike)):
-        from mlnb.data.svmlight import read_category_names
-
-        source = f"{category_names}: "
-        category_names = read_category_names(category_names)
-    names = [str(n) for n in category_names]
-    if n_categories and len(names) != n_categories:
-        raise MlnbError(f"{source}{len(names)} category names given for n_categories = {n_categories}")
-    return names
-
-
 class SvmlightSource(ChunkSource):
-    """Multilabel svmlight files (``<labels> <index>:<value> ...``) read in chunks: the
-    conventions of :func:`mlnb.data.svmlight.load_svmlight_dataset` (labels "1,5,7", features from
-    ``index_base``), and the same X and Y.
+    """Multilabel svmlight files (``<labels> <index>:<value> ...``) read in chunks through the one
+    svmlight reader (:func:`mlnb.data.svmlight.parse_file`): the conventions of
+    :func:`mlnb.data.svmlight.load_svmlight_dataset` (labels "1,5,7", features from ``index_base``),
+    the same X, Y and ids, and the same message for a bad line.
 
     paths : a file, a glob pattern ("shards/part-*.svm.gz") or a list of them; plain, .gz, .bz2
     n_features : the width of X; None = one more than the largest index found by a scan pass
@@ -370,45 +263,35 @@ class SvmlightSource(ChunkSource):
     several sources (a train and a test file) share one scan. A scan also counts the documents
     of each file (then ``n_documents`` is known: ETA in the progress lines).
 
-    Each file is one partition; a file is read as a stream of 4 MiB blocks (decompressed),
-    each parsed at once by :mod:`mlnb.data.svmlight_blocks`, so memory does not grow with the file.
+    Each file is one partition; a file is read as a stream of blocks of about
+    ``mlnb.data.svmlight.BLOCK_BYTES`` (decompressed), so memory does not grow with the file.
     Ids: see the module docstring.
     """
 
     def __init__(self, paths, n_features: int | None = None, index_base: int = 1,
                  n_categories: int | None = None, category_names=None, name: str | None = None,
-                 scanned_from: SvmlightScan | None = None, use_numba: bool = True):
-        if index_base not in (0, 1):
-            raise MlnbError(f"index_base must be 0 or 1, got {index_base}")
-        self.paths = [str(p) for p in expand_paths(paths, "svmlight data")]
-        self.index_base = index_base
-        self.use_numba = use_numba
-        names = _category_names(category_names, n_categories)
-        n_categories = n_categories or (len(names) if names is not None else None)
+                 scanned_from: SvmlightScan | None = None, use_numba: bool = True, what: str = "svmlight data"):
+        reading, names = svmlight.reading(n_features, index_base, n_categories, category_names, use_numba)
+        self.paths = [str(p) for p in expand_paths(paths, what)]
         self.documents: list | None = None
+        n_features, n_categories = reading.n_features, reading.known_categories
         if n_features is None or n_categories is None:
-            scan = scanned_from or scan_svmlight([Path(p) for p in self.paths], index_base, n_features,
-                                                 n_categories, use_numba)
+            scan = scanned_from or scan_svmlight([Path(p) for p in self.paths], reading)
             if scanned_from is None:
                 self.documents = scan.documents
-            if n_features is None:
-                n_features = max(scan.max_index, 0) + 1  # scikit-learn's width for files without features
-            if n_categories is None:
-                if scan.max_label < 0:
-                    raise MlnbError(f"{self.paths[0]}: no labels found; a multilabel file needs category ids")
-                n_categories = scan.max_label + 1
-        if not (isinstance(n_features, (int, np.integer)) and n_features >= 1):
-            raise MlnbError(f"n_features must be a positive integer, got {n_features!r}")
+            n_features, n_categories = scan.dimensions(reading, Path(self.paths[0]))
+        self.reading = replace(reading, n_features=n_features)
         self.n_features = int(n_features)
         self.category_names = names if names is not None else [str(k) for k in range(n_categories)]
         self.feature_names = None
-        # one file: its name; several (a glob of shards): the first's, marked as the first of n
-        first = Path(self.paths[0]).name.split(".")[0]
-        self.name = name or (first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} files)")
+        self.name = name or source_name(self.paths)
+
+    @property
+    def index_base(self) -> int:
+        return self.reading.index_base
 
     def partitions(self) -> list[Partition]:
-        single = len(self.paths) == 1
-        return [Partition(path=p, number=k, first_id=0 if single else k << FILE_ID_SHIFT,
+        return [Partition(path=p, number=k, first_id=int(file_ids(k, len(self.paths), 1)[0]),
                           n_documents=None if self.documents is None else self.documents[k])
                 for k, p in enumerate(self.paths)]
 
@@ -420,36 +303,27 @@ class SvmlightSource(ChunkSource):
         path = Path(partition.path)
         if not path.is_file():
             raise MlnbError(f"{path}: no such file (svmlight shard {partition.number})")
-        K = self.n_categories
         current, offset = None, 0  # parsed documents, of which the first `offset` are yielded
         position = 0  # documents of the file yielded
-        for block, line in _blocks(path):
-            parsed = _parse_or_explain(block, line, path, self.index_base, self.n_features, K, self.use_numba)
+        for parsed in svmlight.parse_file(path, self.reading):
             if current is None or offset == current.n_documents:
                 current = parsed
             else:  # fewer than chunk_size documents left over, then the new block
-                current = _concat(_slice(current, offset, current.n_documents), parsed)
+                current = join_blocks([slice_block(current, offset, current.n_documents), parsed])
             offset = 0
             while current.n_documents - offset >= chunk_size:
-                yield self._chunk(_slice(current, offset, offset + chunk_size), partition, position, path)
+                yield self._chunk(slice_block(current, offset, offset + chunk_size), partition, position, path)
                 offset += chunk_size
                 position += chunk_size
         if current is not None and offset < current.n_documents:
-            yield self._chunk(_slice(current, offset, current.n_documents), partition, position, path)
+            yield self._chunk(slice_block(current, offset, current.n_documents), partition, position, path)
             position += current.n_documents - offset
         if position == 0:
             raise MlnbError(f"{path}: the file holds no documents")
 
     def _chunk(self, block: ParsedBlock, partition: Partition, position: int, path: Path) -> Chunk:
-        m = block.n_documents
-        X = sp.csr_matrix((block.data, block.indices, block.indptr), shape=(m, self.n_features))
-        X.has_sorted_indices = True  # the parsers accept only increasing indices
-        rows = np.repeat(np.arange(m), np.diff(block.label_indptr))
-        Y = sp.csr_matrix((np.ones(block.labels.size, dtype=np.int8), (rows, block.labels)),
-                          shape=(m, self.n_categories))
-        Y.sum_duplicates()
-        Y.data[:] = 1  # a label written twice on a line
-        ids = partition.first_id + position + np.arange(m, dtype=np.int64)
+        X, Y = matrices(block, self.n_features, self.n_categories)
+        ids = partition.first_id + position + np.arange(block.n_documents, dtype=np.int64)
         return make_chunk(X, Y, ids, str(path), int(block.lines[0]), row_lines=block.lines)
 
 
@@ -459,15 +333,15 @@ def svmlight_sources(path, test_path=None, *, n_features: int | None = None, ind
     """(train, test) sources of an svmlight corpus: ``test_path`` (a file or glob) is the test
     part, else a seeded hash split of ``path``'s documents. Dimensions not given are found by one
     scan over all the files (train and test share them, as in the in-memory loader)."""
-    names = _category_names(category_names, n_categories)
-    n_categories = n_categories or (len(names) if names is not None else None)
-    options = dict(n_features=n_features, index_base=index_base, n_categories=n_categories, category_names=names)
+    reading, _ = svmlight.reading(n_features, index_base, n_categories, category_names)
+    options = dict(n_features=n_features, index_base=index_base, n_categories=n_categories,
+                   category_names=category_names)  # a names file stays a file: a label beyond it blames it
     if not test_path:
         return split_source(SvmlightSource(path, **options), seed, test_fraction)
     train_paths, test_paths = expand_paths(path, "svmlight data"), expand_paths(test_path, "svmlight test data")
     scan = None
-    if n_features is None or n_categories is None:
-        scan = scan_svmlight(train_paths + test_paths, index_base, n_features, n_categories)
+    if reading.n_features is None or reading.known_categories is None:
+        scan = scan_svmlight(train_paths + test_paths, reading)
     train = SvmlightSource(train_paths, scanned_from=scan, **options)
     test = SvmlightSource(test_paths, scanned_from=scan, **options)
     if scan is not None:
@@ -528,258 +402,6 @@ def split_source(source: ChunkSource, seed: int, test_fraction: float,
     return SplitPart(source, seed, test_fraction, test=False), SplitPart(source, seed, test_fraction, test=True)
 
 
-# -- text ---------------------------------------------------------------------------------------------
-_SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv", ".jsonl": "jsonl",
-                   ".json": "jsonl", ".ndjson": "jsonl"}
-
-
-def _text_format(path: Path, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2"):
-        suffixes = suffixes[:-1]
-    suffix = suffixes[-1] if suffixes else ""
-    if suffix not in _SUFFIX_FORMATS:
-        raise MlnbError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
-                        "set data.text.format to 'csv', 'tsv' or 'jsonl'")
-    return _SUFFIX_FORMATS[suffix]
-
-
-@dataclass(frozen=True)
-class TextReading:
-    """How rows of a CSV/TSV/JSON-lines file become (text, labels): the [data.text] options of
-    :func:`mlnb.data.text.load_text_dataset`."""
-
-    format: str = "auto"
-    header: bool = True
-    text_column: str = "text"
-    label_column: str = "label"
-    labels: str = "single"
-    label_separator: str = ","
-    negative_labels: tuple = ()
-    encoding: str = "utf-8"
-
-    def __post_init__(self):
-        try:
-            codecs.lookup(self.encoding)
-        except LookupError:
-            raise MlnbError(f"data.text.encoding: unknown encoding {self.encoding!r}") from None
-        if self.format not in ("auto", "csv", "tsv", "jsonl"):
-            raise MlnbError(f"data.text.format: expected 'auto', 'csv', 'tsv' or 'jsonl', got {self.format!r}")
-        if self.labels not in ("single", "multi"):
-            raise MlnbError(f"data.text.labels: expected 'single' or 'multi', got {self.labels!r}")
-
-
-@dataclass
-class _Records:
-    """Rows of one file: record (line) numbers, texts, label-name lists."""
-
-    numbers: list = field(default_factory=list)
-    texts: list = field(default_factory=list)
-    labels: list = field(default_factory=list)
-
-
-def _decode_error_line(path: Path, codec: str) -> tuple[int, str]:
-    """(line, reason) of the first byte that ``codec`` cannot decode."""
-    decoder = codecs.getincrementaldecoder(codec)()
-    with _open_binary(path) as stream:
-        for number, raw in enumerate(stream, start=1):
-            try:
-                decoder.decode(raw)
-            except UnicodeDecodeError as error:
-                return number, error.reason
-    return 0, "undecodable bytes"
-
-
-def _text_lines(path: Path, encoding: str) -> Iterator[str]:
-    """The decoded lines of ``path`` (universal newlines), streamed."""
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    binary = _open_binary(path)
-    lines = io.TextIOWrapper(binary, encoding=codec, errors="strict", newline=None)
-    try:
-        yield from lines
-    except UnicodeDecodeError:
-        line, reason = _decode_error_line(path, codec)
-        raise MlnbError(f"{path}:{line}: not valid {encoding} text ({reason}); set data.text.encoding") from None
-    except _DECOMPRESSION_ERRORS as error:
-        raise MlnbError(f"{path}: corrupt or truncated compressed data ({error})") from None
-    finally:
-        lines.close()
-
-
-def _rows_delimited(path: Path, lines: Iterator[str], delimiter: str, reading: TextReading):
-    """(line, text, label cell) of each data row; a row's line is the one where it begins."""
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    kind = "TSV" if delimiter == "\t" else "CSV"
-    reader = csv.reader(lines, delimiter=delimiter, quoting=quoting, strict=True)
-    start, names, t, l = 1, None, None, None
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as error:
-            raise MlnbError(f"{path}:{reader.line_num}: malformed {kind} ({error}); a quote opened in the "
-                            f"record that begins on line {start} may be unclosed") from None
-        number, start = start, reader.line_num + 1
-        if names is None:
-            if reading.header:
-                names = row
-                if len(set(names)) != len(names):
-                    raise MlnbError(f"{path}:{number}: a column name appears twice in the header")
-            else:
-                names = [str(i) for i in range(len(row))]
-            columns = {name: i for i, name in enumerate(names)}
-            for key, column in (("text_column", reading.text_column), ("label_column", reading.label_column)):
-                if column not in columns:
-                    raise MlnbError(f"{path}: data.text.{key} = {column!r} is not a column; the columns are "
-                                    f"{', '.join(names)}")
-            t, l = columns[reading.text_column], columns[reading.label_column]
-            if reading.header:
-                continue
-        if not row:
-            continue
-        if len(row) != len(names):
-            raise MlnbError(f"{path}:{number}: expected {len(names)} columns, got {len(row)}")
-        yield number, row[t], row[l]
-    if names is None and reading.header:
-        raise MlnbError(f"{path}: no header row (data.text.header = true)")
-
-
-def _rows_jsonl(path: Path, lines: Iterator[str], reading: TextReading):
-    def unique_keys(pairs):
-        record = {}
-        for key, value in pairs:
-            if key in record:
-                raise MlnbError(f"{path}:{number}: key {key!r} appears twice in the JSON object; "
-                                "expected distinct keys")
-            record[key] = value
-        return record
-
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line, object_pairs_hook=unique_keys)
-        except json.JSONDecodeError as error:
-            raise MlnbError(f"{path}:{number}: not a JSON object ({error.msg})") from None
-        if not isinstance(record, dict) or reading.text_column not in record or reading.label_column not in record:
-            raise MlnbError(f"{path}:{number}: expected a JSON object with keys {reading.text_column!r} and "
-                            f"{reading.label_column!r}")
-        yield number, record[reading.text_column], record[reading.label_column]
-
-
-def _label_names(path: Path, number: int, label, reading: TextReading) -> list:
-    if label is None:
-        names = []
-    elif isinstance(label, list):
-        names = [str(x).strip() for x in label if x is not None]
-    elif reading.labels == "multi":
-        names = [x.strip() for x in str(label).split(reading.label_separator) if x.strip()]
-    else:
-        names = [str(label).strip()]
-    names = [name for name in names if name]
-    if reading.labels == "single" and len(names) > 1:
-        raise MlnbError(f"{path}:{number}: expected one label (data.text.labels = 'single'), got {label!r}")
-    return names
-
-
-def text_records(path: Path, reading: TextReading, batch: int) -> Iterator[_Records]:
-    """The rows of a text file in batches of ``batch`` records."""
-    fmt = _text_format(path, reading.format)
-    lines = _text_lines(path, reading.encoding)
-    rows = (_rows_jsonl(path, lines, reading) if fmt == "jsonl" else
-            _rows_delimited(path, lines, "," if fmt == "csv" else "\t", reading))
-    records = _Records()
-    try:
-        for number, text, label in rows:
-            if not isinstance(text, str):
-                raise MlnbError(f"{path}:{number}: the text must be a string, got {text!r}")
-            records.numbers.append(number)
-            records.texts.append(text)
-            records.labels.append(_label_names(path, number, label, reading))
-            if len(records.texts) == batch:
-                yield records
-                records = _Records()
-    finally:
-        lines.close()
-    if records.texts:
-        yield records
-
-
-def _vectorizer(options: TextOptions, vocabulary: dict | None):
-    from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
-
-    stop_words = None if options.stop_words == "none" else options.stop_words
-    if options.vectorizer == "hashing":
-        return HashingVectorizer(n_features=options.hash_features, lowercase=options.lowercase,
-                                 stop_words=stop_words, alternate_sign=False, norm=None, dtype=np.float32)
-    return CountVectorizer(lowercase=options.lowercase, stop_words=stop_words, dtype=np.float32,
-                           vocabulary=vocabulary)
-
-
-@dataclass
-class TextFit:
-    """What a first pass over text files learns: the categories and, for CountVectorizer, the
-    vocabulary (term -> column, terms sorted as CountVectorizer sorts them)."""
-
-    categories: list
-    vocabulary: dict | None
-
-
-def fit_text(parts: Sequence[tuple[Sequence[Path], Callable[[np.ndarray], np.ndarray] | None]],
-             reading: TextReading, options: TextOptions, batch: int = 10_000) -> TextFit:
-    """One pass over text files: categories = the distinct labels of all their documents, sorted,
-    less ``negative_labels``; vocabulary = the terms of the training documents (as
-    ``CountVectorizer.fit`` would find them in all of those texts at once), built batch by batch.
-
-    parts : (files, is_train) pairs; ``is_train(ids)`` picks the training documents of a batch
-        (None: all of them). A label found in no training document is warned about, as in the
-        in-memory loader, and kept as a category.
-
-    Memory grows with the vocabulary (Heaps' law: sublinearly in the corpus), not with the documents;
-    the hashing vectorizer needs no vocabulary pass at all.
-    """
-    needs_vocabulary = options.vectorizer != "hashing"
-    analyzer = _vectorizer(options, None).build_analyzer() if needs_vocabulary else None
-    terms: set = set()
-    trained, seen = set(), set()
-    for files, is_train in parts:
-        single = len(files) == 1
-        for k, path in enumerate(files):
-            position = 0
-            for records in text_records(path, reading, batch):
-                ids = (0 if single else k << FILE_ID_SHIFT) + position + np.arange(len(records.texts))
-                position += len(records.texts)
-                train = np.ones(ids.size, dtype=bool) if is_train is None else is_train(ids)
-                for i, names in enumerate(records.labels):
-                    seen.update(names)
-                    if train[i]:
-                        trained.update(names)
-                        if needs_vocabulary:
-                            terms.update(analyzer(records.texts[i]))
-            if position == 0:
-                raise MlnbError(f"{path}: no documents")
-    negative = set(reading.negative_labels)
-    if not trained - negative:
-        raise MlnbError(f"{parts[0][0][0]}: no category left: every training label is one of the negative "
-                        f"labels {sorted(negative)}")
-    test_only = sorted(seen - negative - trained)
-    if test_only:
-        shown = ", ".join(map(repr, test_only[:10])) + (f" and {len(test_only) - 10} more" if len(test_only) > 10 else "")
-        warnings.warn(MlnbWarning(f"{parts[-1][0][0]}: {len(test_only)} label(s) occur only in the test part: "
-                                  f"{shown}; kept as categories without training documents (no model can learn "
-                                  "them; listed as untrainable)"), stacklevel=2)
-    vocabulary = None
-    if needs_vocabulary:
-        if not terms:
-            raise MlnbError("cannot build a vocabulary from the training texts: empty vocabulary; perhaps the "
-                            "documents only contain stop words")
-        vocabulary = {term: j for j, term in enumerate(sorted(terms))}
-    return TextFit(sorted(seen - negative), vocabulary)
-
-
 class TextSource(ChunkSource):
     """CSV / TSV / JSON-lines files (optionally .gz / .bz2) read in chunks of documents, each chunk
     vectorised on its own: the conventions of :func:`mlnb.data.text.load_text_dataset`.
@@ -801,7 +423,7 @@ class TextSource(ChunkSource):
                  name: str | None = None):
         self.paths = [str(p) for p in expand_paths(paths, "text data")]
         for path in self.paths:
-            _text_format(Path(path), reading.format)
+            text_format(Path(path), reading.format)
         self.reading, self.text_options = reading, text_options
         if categories is None or (vocabulary is None and text_options.vectorizer != "hashing"):
             fitted = fit_text([([Path(p) for p in self.paths], None)], reading, text_options)
@@ -818,13 +440,10 @@ class TextSource(ChunkSource):
             self.feature_names = [None] * self.n_features
             for term, j in self.vocabulary.items():
                 self.feature_names[j] = term
-        # one file: its name; several (a glob of shards): the first's, marked as the first of n
-        first = Path(self.paths[0]).name.split(".")[0]
-        self.name = name or (first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} files)")
+        self.name = name or source_name(self.paths)
 
     def partitions(self) -> list[Partition]:
-        single = len(self.paths) == 1
-        return [Partition(path=p, number=k, first_id=0 if single else k << FILE_ID_SHIFT)
+        return [Partition(path=p, number=k, first_id=int(file_ids(k, len(self.paths), 1)[0]))
                 for k, p in enumerate(self.paths)]
 
     def read(self, partition: Partition, chunk_size: int) -> Iterator[Chunk]:
@@ -839,8 +458,7 @@ class TextSource(ChunkSource):
         path = Path(partition.path)
         if not path.is_file():
             raise MlnbError(f"{path}: no such file (text shard {partition.number})")
-        vectorizer = _vectorizer(self.text_options, self.vocabulary)
-        column = {name: k for k, name in enumerate(self.category_names)}
+        counter = vectorizer(self.text_options, self.vocabulary)
         position = 0
         for records in text_records(path, self.reading, chunk_size):
             ids = partition.first_id + position + np.arange(len(records.texts), dtype=np.int64)
@@ -848,15 +466,8 @@ class TextSource(ChunkSource):
             chosen = np.arange(ids.size) if keep is None else np.flatnonzero(keep(ids))
             if not chosen.size:
                 continue
-            X = vectorizer.transform([records.texts[i] for i in chosen]).tocsr()
-            rows, cols = [], []
-            for row, i in enumerate(chosen):
-                for name in set(records.labels[i]):
-                    if name in column:
-                        rows.append(row)
-                        cols.append(column[name])
-            Y = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)),
-                              shape=(chosen.size, self.n_categories))
+            X = counter.transform([records.texts[i] for i in chosen]).tocsr()
+            Y = label_matrix([records.labels[i] for i in chosen], self.category_names)
             lines = np.asarray(records.numbers, dtype=np.int64)[chosen]
             yield make_chunk(X, Y, ids[chosen], str(path), int(lines[0]), row_lines=lines)
         if position == 0:
@@ -871,7 +482,7 @@ def text_sources(path, test_path=None, *, reading: TextReading = TextReading(),
     all documents) and, for CountVectorizer, the vocabulary of the training documents only."""
     train_paths = expand_paths(path, "text data")
     if test_path:
-        test_paths = expand_paths(test_path, "text test data")
+        test_paths = expand_paths(test_path, "text data")
         fitted = fit_text([(train_paths, None), (test_paths, lambda ids: np.zeros(ids.size, dtype=bool))],
                           reading, text_options)
         make = lambda paths: TextSource(paths, reading, text_options, fitted.categories, fitted.vocabulary)

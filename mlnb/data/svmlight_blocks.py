@@ -1,14 +1,14 @@
-"""Parse a block of svmlight lines (bytes) into CSR arrays, for the streaming reader.
+"""Parse a block of svmlight lines (bytes) into CSR arrays, for the svmlight reader
+(:func:`mlnb.data.svmlight.parse_file`: the in-memory loader and the streaming source alike).
 
 Two parsers give the same arrays:
 
 * a compiled one (numba) for the common grammar — comma-separated integer labels,
   ``index:value`` pairs with decimal values — about 20x scikit-learn's reader;
-* scikit-learn's ``load_svmlight_file`` on the block (the in-memory loader's own
-  reader), used without numba and for any block the compiled parser does not
-  accept: anything unusual (``qid:``, ``1.0`` as a label, ``nan``, a value with
-  more than 15 significant digits) or wrong. So the compiled parser never decides
-  what an odd line means: scikit-learn does, exactly as for an in-memory load.
+* scikit-learn's ``load_svmlight_file`` on the block, used without numba and for
+  any block the compiled parser does not accept: anything unusual (``qid:``, ``1.0``
+  as a label, ``nan``, a value with more than 15 significant digits) or wrong. So the
+  compiled parser never decides what an odd line means: scikit-learn's reader does.
 
 When a block is wrong, it is scanned line by line (:func:`describe_bad_line`)
 to name the first bad line of the file.
@@ -359,7 +359,7 @@ def _line_problem(raw: bytes, index_base: int, n_features: int | None, n_categor
             if not (math.isfinite(value) and value >= 0 and value == round(value)):
                 hint = (" (a binary ±1 file? label its positives 0 and leave its negatives without a label)"
                         if value == -1 else "")
-                return f"expected labels as comma-separated non-negative integers, got {fields[0]!r}{hint}"
+                return f"label {label} is not a category id; expected non-negative integers{hint}"
             if n_categories is not None and value >= n_categories:
                 return f"label {int(value)} is out of range for n_categories = {n_categories}"
     if first < len(fields) and fields[first].startswith("qid"):
@@ -387,6 +387,7 @@ def _line_problem(raw: bytes, index_base: int, n_features: int | None, n_categor
         with np.errstate(over="ignore"):
             rounded = np.float32(number)
         if not np.isfinite(rounded):
-            return f"the value of feature {index} is {value}: NaN, infinite or beyond float32's range"
+            return (f"feature value {value} (index {index}): NaN or infinite values, or values beyond float32's "
+                    "range, cannot be scored")
         previous = index
     return None

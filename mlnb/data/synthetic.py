@@ -36,7 +36,8 @@ import scipy.sparse as sp
 
 from mlnb import progress
 from mlnb._numba import HAVE_NUMBA, njit, prange
-from mlnb.data.dataset import Dataset, RowOrigin, random_split
+from mlnb.data.dataset import Dataset, RowOrigin, hash_split
+from mlnb.data.splits import hash_split_rule
 from mlnb.data.validate import check_features
 from mlnb.errors import MlnbError
 
@@ -174,7 +175,8 @@ def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_catego
     topical_fraction : ρ, share of tokens drawn from the document's topics
     topic_words : words in each topic's own vocabulary
     zipf_exponent : exponent of the background word-frequency law
-    test_fraction, seed : the split, and the seed of everything
+    test_fraction, seed : the split (a seeded hash of each document's number, as streamed sources
+        split), and the seed of everything
     """
     _check(n_documents=n_documents, n_features=n_features, n_categories=n_categories,
            words_per_document=words_per_document, topic_words=topic_words)
@@ -202,10 +204,12 @@ def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_catego
                                               description="synthetic documents")]
     X = check_features(sp.vstack([p[0] for p in parts], format="csr"), "data.synthetic")
     Y = sp.vstack([p[1] for p in parts], format="csr")
-    train, test = random_split(n_documents, test_fraction, seed)
+    ids = np.arange(n_documents, dtype=np.int64)  # a document's number in the generated sequence
+    train, test = hash_split(ids, seed, test_fraction)
     return Dataset(X=X, Y=Y, category_names=corpus.names, train_index=train, test_index=test,
                    feature_names=[f"w{j}" for j in range(n_features)], name="synthetic-rcv1",
-                   origins=(RowOrigin("data.synthetic", n_documents),))
+                   origins=(RowOrigin("data.synthetic", n_documents),), ids=ids,
+                   split_rule=hash_split_rule(seed, test_fraction))
 
 
 def _check(**sizes) -> None:

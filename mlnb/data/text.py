@@ -1,10 +1,16 @@
-"""Raw text -> word counts, and the CSV / TSV / JSON-lines text source.
+"""Raw text: the CSV / TSV / JSON-lines reader, and text -> word counts.
 
-``vectorize`` turns training and test texts into count matrices with
-scikit-learn's CountVectorizer (vocabulary from the training texts only) or
-HashingVectorizer (a fixed number of hashed features, non-negative counts).
-Vocabulary pruning (``min_df``, ``max_features``) happens later, in
-``mlnb.features``, the same way for every source.
+One reader of the format (:func:`text_records`: rows streamed from a file, plain, .gz or .bz2,
+each with the line where it begins) serves the in-memory loader (:func:`load_text_dataset`)
+and the streaming source (:class:`mlnb.data.stream.TextSource`), so both read the same
+documents and refuse a bad row with the same one line ``file:LINE: what is wrong``.
+
+Texts become counts with scikit-learn's CountVectorizer, whose vocabulary comes from the
+training documents only (:func:`fit_text` learns it in one pass, as a stream; the in-memory
+loader fits it on the training texts at once: the same terms, sorted the same way), or its
+HashingVectorizer (a fixed number of hashed features, non-negative counts, no vocabulary).
+Vocabulary pruning (``min_df``, ``max_features``) happens later, in ``mlnb.features``, the
+same way for every source.
 """
 
 from __future__ import annotations
@@ -12,17 +18,19 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import itertools
 import json
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
 
-from mlnb.data.dataset import Dataset, random_split
-from mlnb.data.validate import existing_file
+from mlnb.data.dataset import Dataset, RowOrigin, hash_split
+from mlnb.data.files import DECOMPRESSION_ERRORS, expand_paths, file_ids, open_binary, source_name
+from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.errors import MlnbError, MlnbWarning
 
 
@@ -36,64 +44,146 @@ class TextOptions:
     hash_features: int = 2**18
 
 
-def vectorize(train_texts: list[str], test_texts: list[str], options: TextOptions = TextOptions()):
-    """(X_train, X_test, feature_names or None): CSR float32 word counts."""
+def vectorizer(options: TextOptions, vocabulary: dict | None = None):
+    """The scikit-learn vectorizer of ``options`` (a CountVectorizer with ``vocabulary`` fixed when given)."""
+    from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
+
     stop_words = None if options.stop_words == "none" else options.stop_words
     if options.vectorizer == "hashing":
-        vectorizer = HashingVectorizer(n_features=options.hash_features, lowercase=options.lowercase,
-                                       stop_words=stop_words, alternate_sign=False, norm=None,
-                                       dtype=np.float32)
-        return (vectorizer.transform(train_texts).tocsr(), vectorizer.transform(test_texts).tocsr(), None)
-    vectorizer = CountVectorizer(lowercase=options.lowercase, stop_words=stop_words, dtype=np.float32)
+        return HashingVectorizer(n_features=options.hash_features, lowercase=options.lowercase,
+                                 stop_words=stop_words, alternate_sign=False, norm=None, dtype=np.float32)
+    return CountVectorizer(lowercase=options.lowercase, stop_words=stop_words, dtype=np.float32,
+                           vocabulary=vocabulary)
+
+
+_EMPTY_VOCABULARY = ("cannot build a vocabulary from the training texts: empty vocabulary; perhaps the documents "
+                     "only contain stop words")
+
+
+def vectorize(train_texts: list[str], test_texts: list[str], options: TextOptions = TextOptions()):
+    """(X_train, X_test, feature_names or None): CSR float32 word counts, the vocabulary (count)
+    from the training texts only."""
+    counter = vectorizer(options)
+    if options.vectorizer == "hashing":
+        return counter.transform(train_texts).tocsr(), counter.transform(test_texts).tocsr(), None
     try:
-        X_train = vectorizer.fit_transform(train_texts)
-    except ValueError as error:  # e.g. "empty vocabulary"
-        raise MlnbError(f"cannot build a vocabulary from the training texts: {error}") from None
-    return X_train.tocsr(), vectorizer.transform(test_texts).tocsr(), list(vectorizer.get_feature_names_out())
+        X_train = counter.fit_transform(train_texts)
+    except ValueError:  # "empty vocabulary": no training text has a term
+        raise MlnbError(_EMPTY_VOCABULARY) from None
+    return X_train.tocsr(), counter.transform(test_texts).tocsr(), list(counter.get_feature_names_out())
 
 
-# -- the CSV / TSV / JSON-lines source ---------------------------------------------------------
+# -- the CSV / TSV / JSON-lines reader -----------------------------------------------------------
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv", ".jsonl": "jsonl",
                    ".json": "jsonl", ".ndjson": "jsonl"}
 
 
-def _decoded_lines(path: Path, encoding: str) -> list[str]:
-    """The file's lines, decoded; a bad byte is reported with its line number."""
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise MlnbError(f"data.text.encoding: unknown encoding {encoding!r}") from None
-    raw = path.read_bytes()
-    if not raw.strip():
-        raise MlnbError(f"{path}: the file is empty")
-    # utf-8-sig: a byte-order mark is not part of the first column's name
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    try:
-        text = raw.decode(codec)
-    except UnicodeDecodeError as error:
-        line = raw[:error.start].count(b"\n") + 1
-        raise MlnbError(f"{path}:{line}: not valid {encoding} text ({error.reason}); set data.text.encoding") \
-            from None
-    return text.splitlines()
-
-
-def _format_of(path: Path, fmt: str) -> str:
+def text_format(path: Path, fmt: str) -> str:
+    """The format of ``path``: ``fmt``, or with 'auto' the one its suffix names (before .gz / .bz2)."""
     if fmt != "auto":
         return fmt
-    if path.suffix.lower() not in _SUFFIX_FORMATS:
-        raise MlnbError(f"{path}: cannot tell the format from the suffix {path.suffix!r}; "
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2"):
+        suffixes = suffixes[:-1]
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix not in _SUFFIX_FORMATS:
+        raise MlnbError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
                         "set data.text.format to 'csv', 'tsv' or 'jsonl'")
-    return _SUFFIX_FORMATS[path.suffix.lower()]
+    return _SUFFIX_FORMATS[suffix]
+
+
+@dataclass(frozen=True)
+class TextReading:
+    """How rows of a CSV/TSV/JSON-lines file become (text, labels): the [data.text] options."""
+
+    format: str = "auto"
+    header: bool = True
+    text_column: str = "text"
+    label_column: str = "label"
+    labels: str = "single"
+    label_separator: str = ","
+    negative_labels: tuple = ()
+    encoding: str = "utf-8"
+
+    def __post_init__(self):
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise MlnbError(f"data.text.encoding: unknown encoding {self.encoding!r}") from None
+        if self.format not in ("auto", "csv", "tsv", "jsonl"):
+            raise MlnbError(f"data.text.format: expected 'auto', 'csv', 'tsv' or 'jsonl', got {self.format!r}")
+        if self.labels not in ("single", "multi"):
+            raise MlnbError(f"data.text.labels: expected 'single' or 'multi', got {self.labels!r}")
+
+
+@dataclass
+class Records:
+    """Rows of one file: record (line) numbers, texts, label-name lists."""
+
+    numbers: list = field(default_factory=list)
+    texts: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+
+
+def _decode_error_line(path: Path, codec: str) -> tuple[int, str]:
+    """(line, reason) of the first byte that ``codec`` cannot decode."""
+    decoder = codecs.getincrementaldecoder(codec)()
+    with open_binary(path) as stream:
+        for number, raw in enumerate(stream, start=1):
+            try:
+                decoder.decode(raw)
+            except UnicodeDecodeError as error:
+                return number, error.reason
+    return 0, "undecodable bytes"
+
+
+def _text_lines(path: Path, encoding: str) -> Iterator[str]:
+    """The decoded lines of ``path`` (universal newlines), streamed; a file of nothing but
+    whitespace is refused as empty."""
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+    binary = open_binary(path)
+    lines = io.TextIOWrapper(binary, encoding=codec, errors="strict", newline=None)
+    try:
+        leading = []  # blank lines before the first with content (a header or a record)
+        for line in lines:
+            leading.append(line)
+            if line.strip():
+                break
+        else:
+            raise MlnbError(f"{path}: the file is empty")
+        yield from itertools.chain(leading, lines)
+    except UnicodeDecodeError:
+        line, reason = _decode_error_line(path, codec)
+        raise MlnbError(f"{path}:{line}: not valid {encoding} text ({reason}); set data.text.encoding") from None
+    except DECOMPRESSION_ERRORS as error:
+        raise MlnbError(f"{path}: corrupt or truncated compressed data ({error})") from None
+    finally:
+        lines.close()
+
+
+class _Kept:
+    """The lines an iterator handed out since the last ``clear`` (the record being read)."""
+
+    def __init__(self, lines: Iterator[str]):
+        self.lines, self.kept = lines, []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.lines)
+        self.kept.append(line)
+        return line
 
 
 def _opening_quote_line(lines: list[str], start: int, delimiter: str) -> int:
     """The line of the quote that opens the field still open at the end of the file, scanning the
-    CSV record that begins on line ``start`` (a quote opens a field only at the field's start; ""
-    inside a quoted field is a literal quote)."""
+    CSV record whose ``lines`` begin on line ``start`` (a quote opens a field only at the field's
+    start; "" inside a quoted field is a literal quote)."""
     in_quote, opened = False, start
-    for number in range(start, len(lines) + 1):
+    for number, line in enumerate(lines, start=start):
         field_start = not in_quote
-        line, i = lines[number - 1], 0
+        i = 0
         while i < len(line):
             c = line[i]
             if in_quote:
@@ -108,44 +198,45 @@ def _opening_quote_line(lines: list[str], start: int, delimiter: str) -> int:
     return opened
 
 
-def _rows_delimited(path: Path, lines: list[str], delimiter: str, header: bool, text_column: str,
-                    label_column: str):
-    """(line number, text, raw label cell) for each data row of a CSV/TSV file; a row's line is
-    where it begins (a quoted field may span lines)."""
+def _rows_delimited(path: Path, lines: Iterator[str], delimiter: str, reading: TextReading):
+    """(line, text, label cell) of each data row; a row's line is the one where it begins."""
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     kind = "TSV" if delimiter == "\t" else "CSV"
-    reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter, quoting=quoting, strict=True)
-    rows, numbers, start = [], [], 1
-    try:
-        for row in reader:
-            rows.append(row)
-            numbers.append(start)
-            start = reader.line_num + 1
-    except csv.Error as error:
-        if quoting != csv.QUOTE_NONE and reader.line_num >= len(lines) and "end of data" in str(error):
-            opened = _opening_quote_line(lines, start, delimiter)
-            raise MlnbError(f"{path}:{opened}: malformed {kind}: the quote opened on this line is never closed "
-                            "(a quote inside a quoted field is written twice: \"\")") from None
-        raise MlnbError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
-    if header:
-        if not rows:
-            raise MlnbError(f"{path}: no header row (data.text.header = true)")
-        names, rows, numbers = rows[0], rows[1:], numbers[1:]
-        seen = {}
-        for i, name in enumerate(names):
-            if name in seen:
-                raise MlnbError(f"{path}:1: column {name!r} appears twice in the header (columns {seen[name] + 1} "
-                                f"and {i + 1}); expected distinct column names")
-            seen[name] = i
-    else:
-        names = [str(i) for i in range(max((len(r) for r in rows), default=0))]
-    columns = {name: i for i, name in enumerate(names)}
-    for key, column in (("text_column", text_column), ("label_column", label_column)):
-        if column not in columns:
-            raise MlnbError(f"{path}: data.text.{key} = {column!r} is not a column; the columns are "
-                            f"{', '.join(names)}")
-    t, l = columns[text_column], columns[label_column]
-    for number, row in zip(numbers, rows):
+    record = _Kept(lines)
+    reader = csv.reader(record, delimiter=delimiter, quoting=quoting, strict=True)
+    start, names, t, l = 1, None, None, None
+    while True:
+        record.kept.clear()
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:
+            if quoting != csv.QUOTE_NONE and "end of data" in str(error):  # the file ended inside a quoted field
+                opened = _opening_quote_line(record.kept, start, delimiter)
+                raise MlnbError(f"{path}:{opened}: malformed {kind}: the quote opened on this line is never closed "
+                                "(a quote inside a quoted field is written twice: \"\")") from None
+            raise MlnbError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
+        number, start = start, reader.line_num + 1
+        if names is None:
+            if reading.header:
+                names = row
+                seen = {}
+                for i, name in enumerate(names):
+                    if name in seen:
+                        raise MlnbError(f"{path}:{number}: column {name!r} appears twice in the header (columns "
+                                        f"{seen[name] + 1} and {i + 1}); expected distinct column names")
+                    seen[name] = i
+            else:
+                names = [str(i) for i in range(len(row))]
+            columns = {name: i for i, name in enumerate(names)}
+            for key, column in (("text_column", reading.text_column), ("label_column", reading.label_column)):
+                if column not in columns:
+                    raise MlnbError(f"{path}: data.text.{key} = {column!r} is not a column; the columns are "
+                                    f"{', '.join(names)}")
+            t, l = columns[reading.text_column], columns[reading.label_column]
+            if reading.header:
+                continue
         if not row:
             continue
         if len(row) != len(names):
@@ -153,61 +244,69 @@ def _rows_delimited(path: Path, lines: list[str], delimiter: str, header: bool, 
         yield number, row[t], row[l]
 
 
-def _unique_keys(pairs, path: Path, number: int) -> dict:
-    """A JSON object's pairs as a dict, refusing a key given twice (json.loads would keep the last)."""
-    record = {}
-    for key, value in pairs:
-        if key in record:
-            raise MlnbError(f"{path}:{number}: key {key!r} appears twice in the JSON object; expected distinct keys")
-        record[key] = value
-    return record
+def _rows_jsonl(path: Path, lines: Iterator[str], reading: TextReading):
+    def unique_keys(pairs):
+        record = {}
+        for key, value in pairs:
+            if key in record:
+                raise MlnbError(f"{path}:{number}: key {key!r} appears twice in the JSON object; "
+                                "expected distinct keys")
+            record[key] = value
+        return record
 
-
-def _rows_jsonl(path: Path, lines: list[str], text_column: str, label_column: str):
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line, object_pairs_hook=lambda pairs: _unique_keys(pairs, path, number))
+            record = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as error:
             raise MlnbError(f"{path}:{number}: not a JSON object ({error.msg})") from None
-        if not isinstance(record, dict) or text_column not in record or label_column not in record:
-            raise MlnbError(f"{path}:{number}: expected a JSON object with keys {text_column!r} and "
-                            f"{label_column!r}")
-        yield number, record[text_column], record[label_column]
+        if not isinstance(record, dict) or reading.text_column not in record or reading.label_column not in record:
+            raise MlnbError(f"{path}:{number}: expected a JSON object with keys {reading.text_column!r} and "
+                            f"{reading.label_column!r}")
+        yield number, record[reading.text_column], record[reading.label_column]
 
 
-def read_text_file(path, format="auto", header=True, text_column="text", label_column="label",
-                   labels="single", label_separator=",", encoding="utf-8"):
-    """(texts, label lists) of a CSV/TSV/JSON-lines file, one document per row."""
-    path = existing_file(path, "text data")
-    lines = _decoded_lines(path, encoding)
-    fmt = _format_of(path, format)
-    rows = (_rows_jsonl(path, lines, text_column, label_column) if fmt == "jsonl" else
-            _rows_delimited(path, lines, "," if fmt == "csv" else "\t", header, text_column, label_column))
-    texts, label_lists = [], []
-    for number, text, label in rows:
-        if not isinstance(text, str):
-            raise MlnbError(f"{path}:{number}: the text must be a string, got {text!r}")
-        if label is None:
-            names = []
-        elif isinstance(label, list):
-            names = [str(x).strip() for x in label if x is not None]
-        elif labels == "multi":
-            names = [x.strip() for x in str(label).split(label_separator) if x.strip()]
-        else:
-            names = [str(label).strip()]
-        names = [name for name in names if name]
-        if labels == "single" and len(names) > 1:
-            raise MlnbError(f"{path}:{number}: expected one label (data.text.labels = 'single'), got {label!r}")
-        texts.append(text)
-        label_lists.append(names)
-    if not texts:
-        raise MlnbError(f"{path}: no documents")
-    return texts, label_lists
+def _label_names(path: Path, number: int, label, reading: TextReading) -> list:
+    if label is None:
+        names = []
+    elif isinstance(label, list):
+        names = [str(x).strip() for x in label if x is not None]
+    elif reading.labels == "multi":
+        names = [x.strip() for x in str(label).split(reading.label_separator) if x.strip()]
+    else:
+        names = [str(label).strip()]
+    names = [name for name in names if name]
+    if reading.labels == "single" and len(names) > 1:
+        raise MlnbError(f"{path}:{number}: expected one label (data.text.labels = 'single'), got {label!r}")
+    return names
 
 
-def _label_matrix(label_lists, categories: list[str]) -> sp.csr_matrix:
+def text_records(path: Path, reading: TextReading, batch: int | None = None) -> Iterator[Records]:
+    """The rows of a text file in batches of ``batch`` records (None: all in one)."""
+    fmt = text_format(path, reading.format)
+    lines = _text_lines(path, reading.encoding)
+    rows = (_rows_jsonl(path, lines, reading) if fmt == "jsonl" else
+            _rows_delimited(path, lines, "," if fmt == "csv" else "\t", reading))
+    records = Records()
+    try:
+        for number, text, label in rows:
+            if not isinstance(text, str):
+                raise MlnbError(f"{path}:{number}: the text must be a string, got {text!r}")
+            records.numbers.append(number)
+            records.texts.append(text)
+            records.labels.append(_label_names(path, number, label, reading))
+            if len(records.texts) == batch:
+                yield records
+                records = Records()
+    finally:
+        lines.close()
+    if records.texts:
+        yield records
+
+
+def label_matrix(label_lists: Sequence[list], categories: Sequence[str]) -> sp.csr_matrix:
+    """0/1 CSR (documents × categories) of label-name lists; names not in ``categories`` are no category."""
     index = {name: k for k, name in enumerate(categories)}
     rows, cols = [], []
     for i, names in enumerate(label_lists):
@@ -215,45 +314,155 @@ def _label_matrix(label_lists, categories: list[str]) -> sp.csr_matrix:
             if name in index:
                 rows.append(i)
                 cols.append(index[name])
-    return sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)),
-                         shape=(len(label_lists), len(categories)))
+    return sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(len(label_lists), len(categories)))
+
+
+# -- what a pass over the training documents learns ----------------------------------------------------
+@dataclass
+class TextFit:
+    """What a first pass over text files learns: the categories and, for CountVectorizer, the
+    vocabulary (term -> column, terms sorted as CountVectorizer sorts them)."""
+
+    categories: list
+    vocabulary: dict | None
+
+
+class _Fitting:
+    """The labels (and terms) of documents added batch by batch, training ones apart."""
+
+    def __init__(self, reading: TextReading, options: TextOptions, vocabulary: bool):
+        self.reading = reading
+        self.analyzer = vectorizer(options).build_analyzer() if vocabulary else None
+        self.terms: set = set()
+        self.trained, self.seen = set(), set()
+
+    def add(self, records: Records, train: np.ndarray) -> None:
+        for i, names in enumerate(records.labels):
+            self.seen.update(names)
+            if train[i]:
+                self.trained.update(names)
+                if self.analyzer is not None:
+                    self.terms.update(self.analyzer(records.texts[i]))
+
+    def result(self, first: Path, last: Path) -> TextFit:
+        """Categories = the distinct labels of all documents, sorted, less ``negative_labels``; one
+        line when no category has a training document, a warning naming the labels found only in
+        test documents (``last``: the test file). The vocabulary when terms were collected."""
+        negative = set(self.reading.negative_labels)
+        if not self.trained - negative:
+            raise MlnbError(f"{first}: no category left: every training label is one of the negative "
+                            f"labels {sorted(negative)}")
+        # a label seen only in the test part stays a category (without training documents: untrainable,
+        # listed in the report and left out of the macro averages), never silently dropped
+        test_only = sorted(self.seen - negative - self.trained)
+        if test_only:
+            shown = ", ".join(map(repr, test_only[:10])) + (f" and {len(test_only) - 10} more"
+                                                            if len(test_only) > 10 else "")
+            warnings.warn(MlnbWarning(f"{last}: {len(test_only)} label(s) occur only in the test part: {shown}; kept "
+                                      "as categories without training documents (no model can learn them; listed as "
+                                      "untrainable)"), stacklevel=3)
+        vocabulary = None
+        if self.analyzer is not None:
+            if not self.terms:
+                raise MlnbError(_EMPTY_VOCABULARY)
+            vocabulary = {term: j for j, term in enumerate(sorted(self.terms))}
+        return TextFit(sorted(self.seen - negative), vocabulary)
+
+
+def fit_text(parts: Sequence[tuple[Sequence[Path], Callable[[np.ndarray], np.ndarray] | None]],
+             reading: TextReading, options: TextOptions, batch: int = 10_000) -> TextFit:
+    """One pass over text files: categories = the distinct labels of all their documents, sorted,
+    less ``negative_labels``; vocabulary = the terms of the training documents (as
+    ``CountVectorizer.fit`` would find them in all of those texts at once), built batch by batch.
+
+    parts : (files, is_train) pairs; ``is_train(ids)`` picks the training documents of a batch
+        (None: all of them). A label found in no training document is warned about and kept as a
+        category.
+
+    Memory grows with the vocabulary (Heaps' law: sublinearly in the corpus), not with the documents;
+    the hashing vectorizer needs no vocabulary pass at all.
+    """
+    fitting = _Fitting(reading, options, vocabulary=options.vectorizer != "hashing")
+    for files, is_train in parts:
+        for k, path in enumerate(files):
+            position = 0
+            for records in text_records(path, reading, batch):
+                ids = file_ids(k, len(files), len(records.texts), position)
+                position += ids.size
+                fitting.add(records, np.ones(ids.size, dtype=bool) if is_train is None else is_train(ids))
+            if position == 0:
+                raise MlnbError(f"{path}: no documents")
+    return fitting.result(parts[0][0][0], parts[-1][0][0])
+
+
+# -- in memory ----------------------------------------------------------------------------------------
+@dataclass
+class _TextPart:
+    """Every row of the files of one path (a file or a glob of files)."""
+
+    files: list
+    records: Records
+    ids: np.ndarray
+    origins: list
+
+
+def _read_part(files: Sequence[Path], reading: TextReading) -> _TextPart:
+    records, ids, origins = Records(), [], []
+    for k, path in enumerate(files):
+        read = Records()
+        for batch in text_records(path, reading):
+            read = batch
+        if not read.texts:
+            raise MlnbError(f"{path}: no documents")
+        records.numbers += read.numbers
+        records.texts += read.texts
+        records.labels += read.labels
+        ids.append(file_ids(k, len(files), len(read.texts)))
+        origins.append(RowOrigin(str(path), len(read.texts), row_lines=np.asarray(read.numbers, dtype=np.int64)))
+    return _TextPart(list(files), records, np.concatenate(ids), origins)
 
 
 def load_text_dataset(path, test_path=None, format="auto", header=True, text_column="text",
                       label_column="label", labels="single", label_separator=",", negative_labels=(),
                       encoding="utf-8", text_options: TextOptions = TextOptions(), test_fraction=0.5,
                       seed=0, name=None) -> Dataset:
-    """A Dataset from a text file (seeded random split) or a train file and a test file.
+    """A Dataset from a text file or glob of files (split by a seeded hash of each document's id,
+    as streamed) or from a train path and a test path (a given split).
 
     Categories are the distinct labels, sorted, except ``negative_labels`` ("ham"): documents with
     only those belong to no category. A label found only in the test part is a category without
-    training documents, announced by an ``MlnbWarning``.
+    training documents, announced by an ``MlnbWarning``. The vocabulary (CountVectorizer) is the
+    training documents' terms: the matrices of :func:`mlnb.data.stream.text_sources` of the same files.
     """
-    options = dict(format=format, header=header, text_column=text_column, label_column=label_column,
-                   labels=labels, label_separator=label_separator, encoding=encoding)
-    texts, label_lists = read_text_file(path, **options)
+    reading = TextReading(format=format, header=header, text_column=text_column, label_column=label_column,
+                          labels=labels, label_separator=label_separator, negative_labels=tuple(negative_labels),
+                          encoding=encoding)
+    train_files = expand_paths(path, "text data")
+    test_files = expand_paths(test_path, "text data") if test_path else []
+    parts = [_read_part(train_files, reading)] + ([_read_part(test_files, reading)] if test_path else [])
+    fitting = _Fitting(reading, text_options, vocabulary=False)  # the vocabulary: fitted below, all at once
+    name = name or source_name(train_files)
     if test_path:
-        test_texts, test_labels = read_text_file(test_path, **options)
-        train_texts, train_labels = texts, label_lists
-    else:
-        train, test = random_split(len(texts), test_fraction, seed)
-        train_texts, train_labels = [texts[i] for i in train], [label_lists[i] for i in train]
-        test_texts, test_labels = [texts[i] for i in test], [label_lists[i] for i in test]
-    negative = set(negative_labels)
-    trained = {n for names in train_labels for n in names} - negative
-    if not trained:
-        raise MlnbError(f"{path}: no category left: every training label is one of the negative labels "
-                        f"{sorted(negative)}")
-    # a label seen only in the test part stays a category (without training documents: untrainable,
-    # listed in the report and left out of the macro averages), never silently dropped
-    test_only = sorted({n for names in test_labels for n in names} - negative - trained)
-    if test_only:
-        shown = ", ".join(map(repr, test_only[:10])) + (f" and {len(test_only) - 10} more" if len(test_only) > 10 else "")
-        warnings.warn(MlnbWarning(f"{test_path or path}: {len(test_only)} label(s) occur only in the test part: "
-                                  f"{shown}; kept as categories without training documents (no model can learn "
-                                  "them; listed as untrainable)"), stacklevel=2)
-    categories = sorted(trained | set(test_only))
-    X_train, X_test, feature_names = vectorize(train_texts, test_texts, text_options)
-    return Dataset.from_train_test(X_train, _label_matrix(train_labels, categories), X_test,
-                                   _label_matrix(test_labels, categories), categories, feature_names,
-                                   name=name or Path(path).name.split(".")[0])
+        train, test = parts
+        fitting.add(train.records, np.ones(train.ids.size, dtype=bool))
+        fitting.add(test.records, np.zeros(test.ids.size, dtype=bool))
+        fitted = fitting.result(train_files[0], test_files[0])
+        X_train, X_test, feature_names = vectorize(train.records.texts, test.records.texts, text_options)
+        return Dataset.from_train_test(X_train, label_matrix(train.records.labels, fitted.categories), X_test,
+                                       label_matrix(test.records.labels, fitted.categories), fitted.categories,
+                                       feature_names, name=name, origins=train.origins + test.origins,
+                                       ids=(train.ids, test.ids), split_rule=given_split_rule("test file", test_path))
+    (whole,) = parts
+    train_index, test_index = hash_split(whole.ids, seed, test_fraction)
+    is_train = np.zeros(whole.ids.size, dtype=bool)
+    is_train[train_index] = True
+    fitting.add(whole.records, is_train)
+    fitted = fitting.result(train_files[0], train_files[0])
+    texts = whole.records.texts
+    X_train, X_test, feature_names = vectorize([texts[i] for i in train_index], [texts[i] for i in test_index],
+                                               text_options)
+    # rows back in file order: row i is document i of the files, as the ids and origins say
+    X = sp.vstack([X_train, X_test], format="csr")[np.argsort(np.concatenate([train_index, test_index]))]
+    return Dataset(X=X, Y=label_matrix(whole.records.labels, fitted.categories), category_names=fitted.categories,
+                   train_index=train_index, test_index=test_index, feature_names=feature_names, name=name,
+                   origins=tuple(whole.origins), ids=whole.ids, split_rule=hash_split_rule(seed, test_fraction))

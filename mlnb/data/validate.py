@@ -200,3 +200,11 @@ def existing_folder(path, what: str) -> Path:
     if path.exists():
         raise MlnbError(f"{path}: is a file, not a folder ({what})")
     raise MlnbError(f"{path}: no such folder ({what})")
+
+
+def one_class_error(place: str, labels: list) -> MlnbError:
+    """The one line for a document without exactly one class (task = 'multiclass'), the same whole and
+    streamed: ``place`` is its 'file:LINE', ``labels`` the names of the classes it has."""
+    has = f"labels {', '.join(map(repr, labels))}" if labels else "no label"
+    return MlnbError(f"{place}: document has {has}; task = 'multiclass' needs exactly one class per document: use "
+                     "task = 'multilabel'")

@@ -183,4 +183,4 @@ KIND = ModelKind(
     help="linear SVM by scikit-learn's LinearSVC, one category at a time (margins, not log-odds)",
     describe=lambda o: f"Linear SVM ({o.loss.replace('_', ' ')}, C {o.C:g}"
                        + (", balanced" if o.class_weight == "balanced" else "") + ")",
-    check=_check_options)
+    check=_check_options, score_type=lambda options, task: "margin")

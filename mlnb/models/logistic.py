@@ -661,10 +661,18 @@ def _fit_arguments(options: LogisticOptions, fitted: dict, eval_set) -> dict:
     return arguments
 
 
+def _fit_streamed(estimator: LogisticRegression, options: LogisticOptions, fitted: dict, trainer):
+    """``fit`` over a stream: the engine's passes over the chunks, from the weights of ``init_from``
+    when it is set (with ``_fit_arguments``'s checks)."""
+    start = _fit_arguments(options, fitted, None) if options.init_from else {}  # coef_init, intercept_init
+    return trainer.minibatch(estimator, **start)
+
+
 KIND = ModelKind(
     name="logistic", estimator=LogisticRegression, options=LogisticOptions,
     help="logistic regression for all categories at once, minibatch AdaGrad/SGD (BIDMach's GLM)",
     describe=lambda o: f"Logistic regression ({o.updater}, all categories"
                        + (f", from {o.init_from}" if o.init_from else "") + ")",
     params=engine_params, uses=lambda o: [o.init_from] if o.init_from else [],
-    fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"))
+    fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"),
+    fits_from="minibatch", fit_streamed=_fit_streamed)

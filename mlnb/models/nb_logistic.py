@@ -54,7 +54,7 @@ from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
 from mlnb.models.logistic import EngineOptions, LogisticRegression, engine_params
 from mlnb.models.naive_bayes import NaiveBayes
-from mlnb.models.registry import ModelKind
+from mlnb.models.registry import CountRequest, ModelKind
 from mlnb.options import option
 
 
@@ -138,10 +138,13 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
             X.data = (X.data > 0).astype(np.float32)
         return X
 
+    def _ratio_model(self) -> NaiveBayes:
+        """The (unfitted) Naive Bayes whose weights on x̂ are R."""
+        return NaiveBayes(event_model="multinomial", alpha=self.alpha, binarize=self.binarize)
+
     def _log_count_ratios(self, X_hat, Y) -> np.ndarray:
         """R (V × K): r_k = log((p_k/‖p_k‖₁) / (q_k/‖q_k‖₁)), multinomial NB's weights on x̂."""
-        nb = NaiveBayes(event_model="multinomial", alpha=self.alpha, binarize=self.binarize)
-        return nb.fit(X_hat, Y).weights_
+        return self._ratio_model().fit(X_hat, Y).weights_
 
     def fit(self, X, Y, eval_set=None):
         """Fit R, then W′ and b on X (n × V, non-negative) and Y (n × K, 0/1); interpolate.
@@ -183,10 +186,25 @@ def _fit_arguments(options: NBLogisticOptions, fitted: dict, eval_set) -> dict:
     return {"eval_set": eval_set} if options.monitor and eval_set is not None else {}
 
 
+def _count_request(estimator: NBLogisticRegression) -> CountRequest:
+    """The counts of R: multinomial NB's on x̂ (presence with binarize)."""
+    return CountRequest(estimator._ratio_model(), binarize_input=bool(estimator.binarize))
+
+
+def _fit_streamed(estimator: NBLogisticRegression, options, fitted: dict, trainer) -> NBLogisticRegression:
+    """``fit`` over a stream: R from its NB counts, W′ by the engine's passes on x̂ scaled by R, then
+    W = R ∘ W″ (``finish``)."""
+    R = np.ascontiguousarray(trainer.naive_bayes(_count_request(estimator)).weights_, dtype=np.float32)  # (V, K)
+    engine = trainer.minibatch(estimator._engine(), binarize_input=bool(estimator.binarize), scale=R)
+    return estimator.finish(engine, R)
+
+
 KIND = ModelKind(
     name="nb_logistic", estimator=NBLogisticRegression, options=NBLogisticOptions,
     help="logistic regression on Naive Bayes log-count-ratio features, all categories at once "
          "(Wang & Manning 2012's NBSVM, with the log loss)",
     describe=lambda o: f"NB-LR ({o.updater}, alpha {o.alpha:g}, beta {o.beta:g}"
                        + (", binarized" if o.binarize else "") + ")",
-    params=_params, fit_arguments=_fit_arguments)
+    params=_params, fit_arguments=_fit_arguments,
+    fits_from="minibatch", count_request=_count_request, fit_streamed=_fit_streamed,
+    requires_non_negative=lambda options: True)  # R is multinomial NB's: counts or presence

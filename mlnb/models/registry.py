@@ -12,9 +12,69 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from mlnb.errors import MlnbError
+
+#: how a kind learns from training documents that come as a stream of chunks (``ModelKind.fits_from``)
+#:   counts     : sums over documents (Naive Bayes): one counting pass, exact on any source and engine
+#:   minibatch  : passes of minibatch updates (LR, NB-LR): one process steps through the chunks in order;
+#:                on Dask, parameter mixing
+#:   full_batch : a full gradient summed over partitions per iteration
+#:   memory     : needs every training document in memory at once (cannot stream)
+FITS_FROM = ("counts", "minibatch", "full_batch", "memory")
+#: what a kind's ``decision_function`` gives (``ModelKind.score_type``)
+#:   log_odds             : per-category log-odds log P(k|x)/P(not k|x) (multilabel): a 0.5 cut means p = 0.5
+#:   joint_log_likelihood : per-class log P(x, c) (multiclass): softmax gives the posterior
+#:   ranking              : orders documents within a category; not a log-odds (complement NB)
+#:   margin               : a signed distance to a separating hyperplane (SVM)
+SCORE_TYPES = ("log_odds", "joint_log_likelihood", "ranking", "margin")
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """The Naive Bayes counts a model needs from the one counting pass over the training documents.
+
+    estimator      : an unfitted NaiveBayes whose ``partial_fit`` adds up the counts (Yᵀ·X, ...)
+    binarize_input : count x̂ = 1{x > 0} rather than x (NB-LR's ratios)
+    """
+
+    estimator: Any
+    binarize_input: bool = False
+
+
+class StreamTrainer(Protocol):
+    """What the study offers a kind's ``fit_streamed`` hook, for one model, over the training source.
+
+    The study makes one counting pass for every model first (label counts and each model's
+    ``CountRequest``), then calls each model's hook; ``minibatch`` passes run here (one process,
+    the chunks in order) or on Dask (parameter mixing), as the study's engine says.
+    """
+
+    n_features: int
+    n_categories: int
+
+    def label_counts(self) -> tuple[Any, int]:
+        """(N (K,) float64 training documents per category, n training documents)."""
+
+    def naive_bayes(self, request: CountRequest) -> Any:
+        """``request.estimator`` fitted from the summed counts of this model's request."""
+
+    def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None,
+                  intercept_init=None) -> Any:
+        """``engine`` (an unfitted minibatch LogisticRegression) trained by its passes over the source."""
+
+
+def _no_counts(estimator) -> CountRequest | None:
+    return None
+
+
+def _any_input(options) -> bool:
+    return False
+
+
+def _log_odds(options, task: str) -> str:
+    return "joint_log_likelihood" if task == "multiclass" else "log_odds"
 
 
 def _no_models(options) -> list[str]:
@@ -45,6 +105,17 @@ class ModelKind:
                    "multiclass" (one class per document: joint log-likelihood per class, softmax)
     check        : (options, task) -> raises MlnbError for a combination of options that cannot work
                    (called when the config is loaded, before any data is read)
+
+    What it can do, asked by the study (which never compares a kind's name):
+
+    fits_from            : how it learns from a stream of chunks, one of ``FITS_FROM``
+    count_request        : estimator -> the ``CountRequest`` its streamed fit reads, or None; asked
+                           before the counting pass. The trainer keeps the counts by model, so
+                           ``fit_streamed`` may hand ``trainer.naive_bayes`` an equal request built anew
+    fit_streamed         : (estimator, options, fitted models by name, StreamTrainer) -> the fitted
+                           estimator, from a source read in chunks (None when fits_from = "memory")
+    requires_non_negative: options -> True when its input must be >= 0 (counts, presence)
+    score_type           : (options, task) -> one of ``SCORE_TYPES``
     """
 
     name: str
@@ -57,6 +128,23 @@ class ModelKind:
     fit_arguments: Callable[[Any, dict, Any], dict] = _no_arguments
     tasks: tuple = ("multilabel",)
     check: Callable[[Any, str], None] = _no_check  # (options, task) -> MlnbError for what no single option shows
+    fits_from: str = "memory"
+    count_request: Callable[[Any], CountRequest | None] = _no_counts
+    fit_streamed: Callable[[Any, Any, dict, StreamTrainer], Any] | None = None
+    requires_non_negative: Callable[[Any], bool] = _any_input
+    score_type: Callable[[Any, str], str] = _log_odds
+
+    def __post_init__(self):
+        if self.fits_from not in FITS_FROM:
+            raise ValueError(f"model kind {self.name!r}: fits_from must be one of {FITS_FROM}")
+        if (self.fits_from == "memory") != (self.fit_streamed is None):
+            raise ValueError(f"model kind {self.name!r}: a kind fits from a stream (fit_streamed) exactly when "
+                             "fits_from is not 'memory'")
+
+    @property
+    def streams(self) -> bool:
+        """Whether it can learn from training documents read chunk by chunk."""
+        return self.fits_from != "memory"
 
     def build(self, options, seed: int = 0, task: str = "multilabel"):
         """An unfitted estimator with these options (and the study's seed and task where it takes them)."""

@@ -201,16 +201,17 @@ def _cell(value) -> str:
 
 
 def _streaming_lines(streaming: dict | None) -> list[str]:
-    """How a streaming study read its data and ran, and what it did not compute."""
+    """How a streaming study read its data and ran, where it held the test scores, and what it did not compute."""
     if not streaming:
         return []
     engine = streaming["engine"]
     where = "in one process" if engine["kind"] == "local" else \
         f"on a Dask cluster of {engine['workers']} workers ({engine['scheduler']}); logistic regression by " \
         "parameter mixing: each worker one pass over its partitions from the same state, then their average"
-    return [f"Streamed in chunks of {streaming['chunk_size']} documents (train/test split by a seeded hash of each "
-            f"document's id; logistic regression shuffles within {streaming['shuffle_buffer']} chunks), {where}. "
-            f"Not computed: {streaming['not_computed']}.", ""]
+    not_computed = f" Not computed: {streaming['not_computed']}." if streaming.get("not_computed") else ""
+    held = streaming.get("scores", "spilled to disk")
+    return [f"Streamed in chunks of {streaming['chunk_size']} documents (logistic regression shuffles within "
+            f"{streaming['shuffle_buffer']} chunks), {where}; test scores held {held}.{not_computed}", ""]
 
 
 def study_markdown(result, plot_files: list[Path]) -> str:
@@ -222,7 +223,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
              f"{data['n_features_used']} features ({data['feature_transform']}), "
              f"{data['n_categories']} categories, {data['mean_labels_per_document']:.2f} labels and "
              f"{data['mean_features_per_document']:.1f} distinct features per document. "
-             f"Seed {result.config.seed}.", "",
+             f"Seed {result.config.seed}." + (f" Train/test split: {data['split']}." if data.get("split") else ""), "",
              *_streaming_lines(data.get("streaming")),
              *_models_markdown(result),
              "## Summary", "",

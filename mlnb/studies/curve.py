@@ -3,7 +3,9 @@
 For each training size (log-spaced by default) and each of several seeds, every
 model of the study is fitted on a seeded sample of that many training documents
 and evaluated on the whole test part, by the study's own loop
-(``mlnb.study.run_models``, so every ``eval.*`` key counts). The curves show
+(``mlnb.study.run_on``, so every ``eval.*`` key counts, in memory, streamed or on Dask).
+The sample of m documents with seed s is the m training documents with the smallest
+u(s + 3·2^32, id) (``sample_bucket``): the same documents whatever the engine. The curves show
 each metric's mean over the seeds, with the min–max spread, and where the mean
 curves of each compared pair (``report.compare``) cross:
 Naive Bayes tends to approach its (higher) asymptotic error sooner, logistic
@@ -21,7 +23,10 @@ import pandas as pd
 from mlnb import progress
 from mlnb.config import StudyConfig
 from mlnb.errors import MlnbError
-from mlnb.study import model_labels, prepare_data, run_models
+from mlnb.backends import LocalBackend, open_backend
+from mlnb.data.hashing import hash_unit
+from mlnb.engine.documents import PURPOSES, Bucket
+from mlnb.study import model_labels, open_documents, run_on
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
 MULTICLASS_CURVE_METRICS = ("macro_auc", "accuracy", "log_loss")
@@ -85,26 +90,42 @@ def scheduled(config: StudyConfig, size: int, n_full: int) -> StudyConfig:
     return replace(config, models=models)
 
 
+def sample_bucket(u: np.ndarray, size: int, seed: int) -> Bucket:
+    """The bucket of the ``size`` training documents with the smallest hash values ``u`` (their
+    u(seed + 3·2^32, id), ids unique): [0, the next float after the size-th smallest)."""
+    cut = np.partition(u, size - 1)[size - 1] if size < u.size else 1.0
+    return Bucket(seed, "sample", 0.0, float(np.nextafter(cut, 2.0)) if size < u.size else 1.0)
+
+
+def _training_ids(train) -> np.ndarray:
+    """The training documents' ids (one pass over them when streamed)."""
+    if train.in_memory:
+        return train.ids
+    ids = [chunk.ids for chunk in train.chunks()]
+    return np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+
+
 def run_curve(config: StudyConfig) -> CurveResult:
-    dataset, features = prepare_data(config)
-    X_all = features.transform(dataset.X)  # columns fixed by the full training part, rows sliced below
-    Y_test = dataset.Y_test
-    X_test = X_all[dataset.test_index]
-    sizes = training_sizes(config.curve.sizes, dataset.train_index.size)
+    config, train, test, _, _ = open_documents(config)
+    ids = _training_ids(train)
+    sizes = training_sizes(config.curve.sizes, ids.size)
     jobs = [(size, seed) for size in sizes for seed in range(config.curve.seeds)]
     metrics = curve_metrics(config.task)
     rows = []
-    for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
-        sample = dataset.subsample_train(size, seed=config.seed * 1_000 + seed)
-        X, Y = X_all[sample.train_index], dataset.Y[sample.train_index]
-        sized = scheduled(config, size, dataset.train_index.size)
-        for run in run_models(sized, X, Y, X_test, Y_test, dataset.category_names, curve_categories=[],
-                              seed=config.seed * 1_000 + seed):
-            options = sized.models[run.name].options
-            rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
-                         "batch_size": getattr(options, "batch_size", np.nan),
-                         "npasses": getattr(options, "npasses", np.nan),
-                         **{m: run.evaluation.summary[m] for m in metrics}})
+    with open_backend(config.engine) if config.data.streaming else LocalBackend() as backend:
+        for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
+            sample_seed = config.seed * 1_000 + seed
+            u = hash_unit(ids, sample_seed + (PURPOSES["sample"] << 32))
+            sample = train.select(sample_bucket(u, size, sample_seed))
+            sized = scheduled(config, size, ids.size)
+            loop = run_on(sized, sample, test, curve_categories=[], seed=sample_seed, backend=backend)
+            loop.scored.close()
+            for run in loop.runs:
+                options = sized.models[run.name].options
+                rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
+                             "batch_size": getattr(options, "batch_size", np.nan),
+                             "npasses": getattr(options, "npasses", np.nan),
+                             **{m: run.evaluation.summary[m] for m in metrics}})
     table = pd.DataFrame(rows)
     means = table.groupby(["model", "size"])[list(metrics)].mean()
     found = {}

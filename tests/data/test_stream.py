@@ -14,7 +14,7 @@ from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 from sklearn.feature_extraction.text import CountVectorizer
 
 from mlnb import progress
-from mlnb.data import stream
+from mlnb.data import svmlight
 from mlnb.data.hashing import hash_unit, split_mask
 from mlnb.data.stream import (
     FILE_ID_SHIFT,
@@ -79,7 +79,7 @@ def test_compressed_files_read_as_the_plain_one(corpus, name):
 def test_small_blocks_lines_spanning_blocks_and_scikit_learn_parser(corpus, monkeypatch):
     """Chunks that span many read blocks, blocks cut mid-line, and the parser without numba: same matrices."""
     (X, Y), = read_svmlight([corpus / "all.svm"])[0]
-    monkeypatch.setattr(stream, "BLOCK_BYTES", 333)
+    monkeypatch.setattr(svmlight, "BLOCK_BYTES", 333)
     for use_numba in (True, False):
         Xs, Ys, _ = concatenate(SvmlightSource(corpus / "all.svm", use_numba=use_numba).chunks(45))
         assert same(Xs, X) and same(Ys, Y)
@@ -151,7 +151,7 @@ def test_comments_blank_lines_crlf_and_odd_syntax_read_as_scikit_learn_does(tmp_
     assert [sorted(Ys[i].indices) for i in range(Ys.shape[0])] == [sorted({int(v) for v in t}) for t in label_tuples]
     assert [c.first_line for c in chunks] == [2, 6, 8]  # lines where documents start
     assert [c.row_lines().tolist() for c in chunks] == [[2, 5], [6, 7], [8, 9]]
-    with pytest.raises(MlnbError, match=r"odd\.svm:2: document has 2 labels; task = 'multiclass'"):
+    with pytest.raises(MlnbError, match=r"odd\.svm:2: document has labels '1', '3'; task = 'multiclass'"):
         for chunk in chunks:
             check_one_class(chunk)
     picked = chunks[1].rows(np.array([True, False]))  # a split keeps each row's line
@@ -203,7 +203,8 @@ def test_missing_files_empty_glob_empty_and_truncated_files(corpus, tmp_path):
         list(SvmlightSource(empty, n_features=3, n_categories=2).chunks(10))
     packed = (corpus / "all.svm.gz").read_bytes()
     (tmp_path / "cut.svm.gz").write_bytes(packed[:len(packed) // 2])
-    with pytest.raises(MlnbError, match=r"cut\.svm\.gz: corrupt or truncated compressed data after line \d+"):
+    with pytest.raises(MlnbError, match=r"cut\.svm\.gz: not a readable svmlight file: corrupt or truncated compressed "
+                                       r"data after line \d+"):
         list(SvmlightSource(tmp_path / "cut.svm.gz", n_features=500, n_categories=12).chunks(100))
     source = SvmlightSource(str(corpus / "part-*.svm"))
     (tmp_path / "part-9.svm").write_text("1 1:1\n")
@@ -386,9 +387,11 @@ def test_progress_lines_give_rate_and_eta(corpus, capsys, monkeypatch):
 
 # -- config ---------------------------------------------------------------------------------------
 def test_open_streams_from_config(corpus, tmp_path):
-    from mlnb.config import DataConfig, ShardsConfig, SvmlightConfig
+    from mlnb.config import DataConfig
     from mlnb.data.shards import convert
-    from mlnb.data.stream_config import open_streams
+    from mlnb.data.sources import open_streams
+    from mlnb.data.sources.shards import ShardsConfig
+    from mlnb.data.sources.svmlight import SvmlightConfig
 
     config = DataConfig(source="svmlight", test_fraction=0.3, streaming=True,
                         svmlight=SvmlightConfig(path=str(corpus / "part-*.svm")))
@@ -406,8 +409,9 @@ def test_open_streams_from_config(corpus, tmp_path):
 
 
 def test_open_source_for_convert(corpus, tmp_path):
-    from mlnb.config import DataConfig, SvmlightConfig
-    from mlnb.data.stream_config import open_source
+    from mlnb.config import DataConfig
+    from mlnb.data.sources import open_source
+    from mlnb.data.sources.svmlight import SvmlightConfig
 
     config = DataConfig(source="svmlight", svmlight=SvmlightConfig(path=str(corpus / "part-0.svm"),
                                                                    test_path=str(corpus / "part-2.svm")))

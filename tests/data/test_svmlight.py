@@ -66,3 +66,27 @@ def test_real_rcv1_subset(rcv1_subset):
     norms = np.sqrt(np.asarray(rcv1_subset.X.multiply(rcv1_subset.X).sum(axis=1)).ravel())
     # LYRL2004 cosine-normalised TF-IDF (a few rows of the subset have norm √2 as distributed)
     assert np.mean(np.abs(norms - 1.0) < 1e-3) > 0.95
+
+
+def test_a_glob_of_shards_reads_as_streamed_with_file_ids_and_the_hash_split(tmp_path):
+    from mlnb.data.hashing import FILE_ID_SHIFT, split_mask
+    from mlnb.data.stream import svmlight_sources
+
+    write(tmp_path / "part-0.svm", GOOD)
+    write(tmp_path / "part-1.svm.gz", "# shard two\n" + GOOD, gzip.open)
+    data = load_svmlight_dataset(str(tmp_path / "part-*"), test_fraction=0.5, seed=4)
+    ids = np.concatenate([np.arange(6), (1 << FILE_ID_SHIFT) + np.arange(6)])
+    np.testing.assert_array_equal(data.ids, ids)
+    np.testing.assert_array_equal(data.test_index, np.flatnonzero(split_mask(ids, 4, 0.5)))
+    assert data.describe()["split"] == "a seeded hash of each document's id (seed 4, test_fraction 0.5)"
+    assert data.name == "part-0 (+1 files)" and data.place(7) == f"{tmp_path / 'part-1.svm.gz'}:3"
+    train, test = svmlight_sources(str(tmp_path / "part-*"), seed=4, test_fraction=0.5)
+    assert sum(c.n_documents for c in test.chunks(2)) == data.test_index.size
+
+
+def test_a_given_test_file_is_the_stated_split(tmp_path):
+    train = write(tmp_path / "train.svm", "0 1:1\n1 2:1\n")
+    test = write(tmp_path / "test.svm", "0 1:1\n1 2:1\n0 2:2\n")
+    data = load_svmlight_dataset(train, test_path=test)
+    assert data.describe()["split"] == f"the given test file {test}"
+    np.testing.assert_array_equal(data.ids, [0, 1, 0, 1, 2])  # each file numbers its documents

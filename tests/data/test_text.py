@@ -85,3 +85,21 @@ def test_a_label_only_in_the_test_file_is_kept_and_announced(tmp_path):
         data = load_text_dataset(tmp_path / "train.csv", test_path=tmp_path / "test.csv")
     assert data.category_names == ["ham", "phish", "spam"]
     assert data.Y_train[:, 1].nnz == 0 and data.Y_test[:, 1].toarray().ravel().tolist() == [0, 0, 1]
+
+
+def test_a_glob_of_compressed_files_and_the_hash_split(tmp_path):
+    import gzip
+
+    from mlnb.data.hashing import FILE_ID_SHIFT, split_mask
+
+    rows = [f"word{i} common,{'a' if i % 2 else 'b'}" for i in range(40)]
+    (tmp_path / "p-0.csv").write_text("text,label\n" + "\n".join(rows[:25]) + "\n")
+    (tmp_path / "p-1.csv.gz").write_bytes(gzip.compress(("text,label\n" + "\n".join(rows[25:]) + "\n").encode()))
+    data = load_text_dataset(str(tmp_path / "p-*"), seed=2, test_fraction=0.3)
+    ids = np.concatenate([np.arange(25), (1 << FILE_ID_SHIFT) + np.arange(15)])
+    np.testing.assert_array_equal(data.ids, ids)
+    np.testing.assert_array_equal(data.test_index, np.flatnonzero(split_mask(ids, 2, 0.3)))
+    # the vocabulary: the training documents' words only, in CountVectorizer's order
+    trained = sorted({"common"} | {f"word{i}" for i in range(40) if not split_mask(ids[i:i + 1], 2, 0.3)[0]})
+    assert data.feature_names == trained
+    assert data.place(30) == f"{tmp_path / 'p-1.csv.gz'}:7"

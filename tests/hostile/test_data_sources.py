@@ -85,7 +85,7 @@ def test_svmlight_missing_file(refused, tmp_path):
 
 
 def test_svmlight_multiclass_needs_one_label_per_line(refused, svmlight_args):
-    refused("data.svm: document 2 has labels", "task = 'multiclass'",
+    refused("data.svm:2: document has labels", "task = 'multiclass'",
             args=[*svmlight_args("0 1:1\n0,1 2:1\n" * 3), "--set", "task=multiclass"])
 
 

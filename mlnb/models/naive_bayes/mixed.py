@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from mlnb.errors import MlnbError
 from mlnb.models.naive_bayes import bernoulli, gaussian, multinomial
 from mlnb.models.naive_bayes.counts import NBCounts
+from mlnb.models.naive_bayes.event_model import EventModel, Weights
 
 COLUMN_MODELS = ("bernoulli", "multinomial", "gaussian")
 _ENTRY = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?=\s*(\w+)\s*$")
@@ -150,3 +151,22 @@ def design(X: sp.csr_matrix, models: np.ndarray, shift: np.ndarray, dtype=np.flo
         X = X.copy()
         X.data[bernoulli_column] = X.data[bernoulli_column] > 0
     return gaussian.design(X, shift, squared=np.flatnonzero(models == "gaussian"), dtype=dtype)
+
+
+# -- as a registered event model (``event_model``) ---------------------------------------------
+def _log_odds(counts, outside, prior, p) -> Weights:
+    models = column_event_models(counts, p.column_models)
+    return Weights(*log_odds(counts, models, outside.N_bar, prior, p.alpha, p.var_smoothing), models)
+
+
+def _log_likelihood(counts, log_prior, p) -> Weights:
+    models = column_event_models(counts, p.column_models)
+    return Weights(*log_likelihood(counts, models, log_prior, p.alpha, p.var_smoothing), models)
+
+
+EVENT_MODEL = EventModel(
+    name="mixed", help="bernoulli, multinomial or gaussian per column", log_odds=_log_odds,
+    log_likelihood=_log_likelihood, non_negative=False, squares=True, column_stats=True,
+    options=("var_smoothing", "column_models"),
+    design=lambda X, weights, dtype: design(X, weights.column_models, weights.shift, dtype=dtype),
+    check_counts=lambda counts, p: column_event_models(counts, p.column_models))

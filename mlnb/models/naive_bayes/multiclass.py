@@ -8,7 +8,7 @@ complement counts). With exactly one class per document the question is
     log P(c | x) = J_c(x) − logsumexp_j J_j(x)             (``log_posterior``)
 
 W_c and b_c are per-class log-probabilities, by each event model's
-``log_likelihood``. The counts are those of the multilabel model (``NBCounts``
+``log_likelihood`` (its record's, see ``event_model``). The counts are those of the multilabel model (``NBCounts``
 of the one-hot Y) read per class, so ``partial_fit`` still equals ``fit``.
 
 Class priors P(c), option ``class_prior``:
@@ -40,7 +40,6 @@ import scipy.sparse as sp
 from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
 from mlnb.models._linear import as_one_hot
-from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multinomial
 from mlnb.models.naive_bayes.counts import NBCounts
 
 CLASS_PRIORS = ("mle", "m_estimate", "uniform", "given")
@@ -88,26 +87,6 @@ def class_log_prior(N: np.ndarray, n: int, how: str, m: float, given) -> np.ndar
     with np.errstate(divide="ignore"):
         mle = np.log(N) - np.log(n)
     return np.where(N > 0, mle, np.log(N + 0.5) - np.log(n + 0.5 * K))
-
-
-def log_likelihood(counts: NBCounts, log_prior: np.ndarray, event_model: str, alpha: float, norm: bool,
-                   reference: str, var_smoothing: float, column_models: np.ndarray | None):
-    """(W (rows of Φ(X) × K) float64, b (K,), shift (V,) or None, ε or None) of J for the event model."""
-    F, N = counts.F, counts.N
-    if event_model == "multinomial":
-        return (*multinomial.log_likelihood(F, log_prior, alpha, counts.S), None, None)
-    if event_model == "bernoulli":
-        return (*bernoulli.log_likelihood(F, N, log_prior, alpha), None, None)
-    if event_model == "complement":
-        t = counts.t if reference == "corpus" else None
-        return (*complement.log_likelihood(F, counts.t, log_prior, alpha, norm, t, counts.S), None, None)
-    if event_model == "gaussian":
-        eps = gaussian.epsilon(counts.t, counts.t2, counts.n, var_smoothing)
-        shift = gaussian.shift(counts.t, counts.t2, counts.n)
-        W, b = gaussian.log_likelihood(F, counts.F2, N, log_prior, eps, shift,
-                                       totals=(counts.t, counts.t2, counts.n))
-        return W, b, shift, eps
-    return mixed.log_likelihood(counts, column_models, log_prior, alpha, var_smoothing)
 
 
 if HAVE_NUMBA:

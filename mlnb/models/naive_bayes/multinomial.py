@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
+from mlnb.models.naive_bayes.event_model import EventModel, Weights
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, prior: np.ndarray, alpha: float, S: np.ndarray | None = None,
@@ -69,3 +70,12 @@ def log_likelihood(F: np.ndarray, log_prior: np.ndarray, alpha: float, S: np.nda
         return np.ascontiguousarray(W.T, dtype=dtype), log_prior.copy()
     W = fused.log_in_place(fused.multinomial_ratios(F, None, False, False, factor, alpha, dtype_r))
     return W.astype(dtype, copy=False), log_prior.copy()
+
+
+# -- as a registered event model (``event_model``) ---------------------------------------------
+EVENT_MODEL = EventModel(
+    name="multinomial", help="word counts",
+    log_odds=lambda counts, outside, prior, p: Weights(*log_odds(counts.F, outside.total, prior, p.alpha, counts.S,
+                                                                 outside.clip)),
+    log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, log_prior, p.alpha, counts.S)),
+    options=("binarize", "mode"))

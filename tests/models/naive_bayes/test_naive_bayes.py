@@ -213,7 +213,7 @@ def test_works_inside_sklearn_tools(small_corpus):
 @pytest.mark.parametrize("params, message", [
     (dict(alpha=0), "alpha must be > 0"), (dict(alpha=-1), "alpha must be > 0"),
     (dict(m=0, smoothing="m_estimate"), "m must be > 0"),
-    (dict(event_model="poisson"), "event_model must be one of"),
+    (dict(event_model="lognormal"), "event_model must be one of"),
     (dict(event_model="gaussian", var_smoothing=-1e-9), "var_smoothing must be >= 0"),
     (dict(event_model="gaussian", binarize=True), "binarize applies to .* not to event_model='gaussian'"),
     (dict(event_model="mixed", binarize=True), "binarize applies to .* not to event_model='mixed'"),

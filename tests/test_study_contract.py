@@ -1,0 +1,146 @@
+"""The one study loop, as a contract over every registered kind × {in memory, streamed, Dask LocalCluster}.
+
+One config, a glob of svmlight shards, read whole (``data.streaming = false``), streamed in this
+process, and streamed on a Dask LocalCluster of 2 workers: the same training and test documents,
+Naive Bayes (and every kind that learns from counts) with the same AUCs to 1e-9 and the same scut
+decisions, minibatch LR bit-identical in memory and streamed in the same minibatch order. Kinds
+that learn from every document at once are refused in one line when streamed.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+from typer.testing import CliRunner
+
+from mlnb.cli import app
+from mlnb.config import load_config
+from mlnb.data.synthetic import make_rcv1_like
+from mlnb.errors import MlnbError
+from mlnb.models import KINDS
+from mlnb.study import run_study
+
+N_DOCUMENTS, N_FEATURES, N_CATEGORIES = 3000, 800, 8
+STREAMING_KINDS = sorted(name for name, kind in KINDS.items() if kind.streams)
+MEMORY_KINDS = sorted(name for name, kind in KINDS.items() if not kind.streams)
+ENGINES = {"memory": ["data.streaming=false"], "streamed": ["data.streaming=true"],
+           "dask": ["data.streaming=true", 'engine.kind="dask"', "engine.n_workers=2"]}
+# per kind, options that make its fit the same on every engine (one minibatch order: no shuffle)
+OPTIONS = {"logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"},
+           "nb_logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"},
+           "naive_bayes": {"decision": '"scut"'}}  # a rule learnt from held-out scores
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Three svmlight shards of one synthetic corpus, and a config with one model of every streaming kind."""
+    folder = tmp_path_factory.mktemp("contract")
+    data = make_rcv1_like(n_documents=N_DOCUMENTS, n_features=N_FEATURES, n_categories=N_CATEGORIES, seed=5)
+    for i, rows in enumerate(np.array_split(np.arange(N_DOCUMENTS), 3)):
+        dump_svmlight_file(data.X[rows], data.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
+                           zero_based=False)
+    models = "\n".join(f'[models.{name}]\nkind = "{name}"\n' + "".join(f"{key} = {value}\n" for key, value in
+                                                                     OPTIONS.get(name, {}).items())
+                       for name in STREAMING_KINDS)
+    config = folder / "study.toml"
+    config.write_text(f"""
+[data]
+source = "svmlight"
+chunk_size = 300
+shuffle_buffer = 2
+[data.svmlight]
+path = "{folder}/part-*.svm"
+n_features = {N_FEATURES}
+n_categories = {N_CATEGORIES}
+{models}
+[eval]
+bootstrap = 0
+[report]
+category = 1
+plots = false
+""")
+    return folder, config
+
+
+@pytest.fixture(scope="module")
+def results(corpus):
+    found = {}
+    for engine, settings in ENGINES.items():
+        if engine == "dask":
+            pytest.importorskip("distributed")
+        found[engine] = run_study(load_config(corpus[1], settings))
+    return found
+
+
+def test_the_same_documents_on_every_engine(results):
+    memory = results["memory"]
+    for engine, result in results.items():
+        assert (result.data["n_train"], result.data["n_test"]) == (memory.data["n_train"], memory.data["n_test"])
+        assert (result.Y_test != memory.Y_test).nnz == 0, engine
+        np.testing.assert_array_equal(result.train_positives, memory.train_positives)
+        assert result.data["split"] == memory.data["split"] and "hash" in result.data["split"]
+
+
+@pytest.mark.parametrize("kind", STREAMING_KINDS)
+@pytest.mark.parametrize("engine", ["streamed", "dask"])
+def test_every_kind_gives_the_in_memory_answer(results, kind, engine):
+    memory, other = results["memory"].model(kind), results[engine].model(kind)
+    fits_from = KINDS[kind].fits_from
+    auc_memory = memory.evaluation.per_category["auc"].to_numpy(dtype=float)
+    auc_other = other.evaluation.per_category["auc"].to_numpy(dtype=float)
+    if fits_from == "counts" or engine == "streamed":  # counts add exactly; one process, one minibatch order
+        np.testing.assert_allclose(auc_other, auc_memory, rtol=0, atol=1e-9, equal_nan=True)
+        np.testing.assert_allclose(other.scores, memory.scores, rtol=1e-6, atol=1e-5)
+        assert (other.decisions != memory.decisions).nnz == 0
+    if fits_from == "minibatch" and engine == "streamed":  # the same minibatches: the same bits
+        np.testing.assert_array_equal(other.model.weights_, memory.model.weights_)
+    if fits_from == "minibatch" and engine == "dask":  # parameter mixing of 2 trainers: close, never a collapse
+        assert other.evaluation.summary["macro_auc"] == pytest.approx(memory.evaluation.summary["macro_auc"],
+                                                                      abs=0.02)
+
+
+def test_scut_decisions_equal_on_every_engine(results):
+    rules = [result.model("naive_bayes").decision for result in results.values()]
+    assert all(rule.rule == "scut" for rule in rules)
+    for rule in rules[1:]:
+        np.testing.assert_array_equal(rule.thresholds, rules[0].thresholds)
+        assert rule.n_validation == rules[0].n_validation > 0
+
+
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
+def test_a_kind_that_cannot_stream_is_refused_in_one_line(corpus, kind):
+    with pytest.raises(MlnbError, match=f"models.m: kind '{kind}' learns from every training document"):
+        load_config(corpus[1], ["data.streaming=true", f'models.m.kind="{kind}"'])
+
+
+def test_compare_pairs_a_streamed_run_with_an_in_memory_one(corpus, tmp_path):
+    folders = {}
+    for engine in ("memory", "streamed"):
+        settings = [a for s in ENGINES[engine] for a in ("--set", s)]
+        result = CliRunner().invoke(app, ["run", str(corpus[1]), "--out", str(tmp_path / engine), "--quiet",
+                                          *settings])
+        assert result.exit_code == 0, result.output
+        (folders[engine],) = [p.parent for p in (tmp_path / engine).rglob("scores.npz")]
+    result = CliRunner().invoke(app, ["compare", str(folders["streamed"]), str(folders["memory"]),
+                                      "--model-a", "naive_bayes", "--out", str(tmp_path / "cmp")])
+    assert result.exit_code == 0, result.output
+    (summary,) = (tmp_path / "cmp").rglob("summary.json")
+    comparison = json.loads(summary.read_text())
+    # the same model on the same documents: no category differs
+    assert comparison["a_significantly_better"] == comparison["b_significantly_better"] == 0
+
+
+@pytest.mark.parametrize("command, extra", [("sweep", ["--param", "models.naive_bayes.alpha=0.5,1"]),
+                                            ("curve", ["--set", "curve.sizes=[300, 1000]", "--set", "curve.seeds=1"])])
+def test_sweep_and_curve_accept_a_streamed_corpus_and_agree_with_memory(corpus, tmp_path, command, extra):
+    tables = {}
+    for engine in ("memory", "streamed"):
+        settings = [a for s in ENGINES[engine] for a in ("--set", s)]
+        result = CliRunner().invoke(app, [command, str(corpus[1]), "--out", str(tmp_path / engine), "--quiet",
+                                          *extra, *settings])
+        assert result.exit_code == 0, result.output
+        (table,) = (tmp_path / engine).rglob(f"{command}.csv")
+        tables[engine] = np.genfromtxt(table, delimiter=",", names=True, dtype=None, encoding="utf-8")
+    for column in ("macro_auc", "micro_f1"):  # the same parts of the training documents, the same fits
+        np.testing.assert_allclose(tables["streamed"][column], tables["memory"][column], atol=1e-9)
