@@ -13,6 +13,9 @@ processes, and print
 
     python experiments/bench_scale.py                      # 1M and 10M documents
     python experiments/bench_scale.py --documents 200000   # a quick check
+    python experiments/bench_scale.py --documents 1000000 --engines local --old /tmp/old --repeats 4
+        # this tree against a worktree of older code (`git worktree add /tmp/old <commit>`), runs
+        # alternating, the minimum of each stage and the ratio new/old
 """
 
 from __future__ import annotations
@@ -93,8 +96,9 @@ n_workers = {workers}
 """
 
 
-def run_study(folder: Path, engine: str, workers: int, out: Path) -> dict:
-    """One `mlnb run` in a fresh process; its timings from summary.json and its peak RSS."""
+def run_study(folder: Path, engine: str, workers: int, out: Path, tree: Path | None = None) -> dict:
+    """One `mlnb run` in a fresh process (of the code in ``tree``, default this one); its timings from
+    summary.json and its peak RSS."""
     config = out / f"scale-{engine}.toml"
     config.write_text(CONFIG.format(path=folder, engine=engine, workers=workers))
     # a wrapper process whose only child is the run: its RUSAGE_CHILDREN peak is this run's largest
@@ -102,8 +106,10 @@ def run_study(folder: Path, engine: str, workers: int, out: Path) -> dict:
     wrapper = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
                "stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     started = time.perf_counter()
+    tree = tree or Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "mlnb_entry", "run", str(config),
-                           "--out", str(out), "--quiet"], check=True, capture_output=True, text=True)
+                           "--out", str(out), "--quiet"], check=True, capture_output=True, text=True, cwd=tree,
+                          env={**os.environ, "PYTHONPATH": str(tree)})
     wall = time.perf_counter() - started
     peak_kib = int(done.stdout.split()[-1])
     summary = json.loads(max(out.rglob("summary.json"), key=lambda p: p.stat().st_mtime).read_text())
@@ -122,8 +128,12 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "mlnb-scale")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--engines", nargs="+", default=["local", "dask"])
+    parser.add_argument("--old", type=Path, help="a worktree of older code to run alternately with this one")
+    parser.add_argument("--repeats", type=int, default=3, help="with --old: runs of each")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores")
+    if args.old:
+        return compare(args)
     rows = []
     for n in args.documents:
         folder = make_shards(args.folder / f"{n}", n)
@@ -151,6 +161,28 @@ def main() -> None:
     largest = max(rows, key=lambda r: r["documents"])
     print(f"peak RSS at {largest['documents']:,} documents: {largest['peak_rss_gib']:.2f} GiB "
           f"({'meets' if largest['peak_rss_gib'] <= 2 else 'misses'} the 2 GiB target)")
+
+
+def compare(args) -> None:
+    """This tree against ``args.old``, alternating, the minimum of each stage over ``args.repeats`` runs."""
+    stages = ("wall", "count_seconds", "lr_pass", "score", "evaluate")
+    for n in args.documents:
+        folder = make_shards(args.folder / f"{n}", n)
+        for engine in args.engines:
+            best = {"old": {}, "new": {}}
+            for _ in range(args.repeats):
+                for name, tree in (("old", args.old.resolve()), ("new", None)):
+                    with tempfile.TemporaryDirectory() as out:
+                        row = run_study(folder, engine, args.workers, Path(out), tree)
+                    for stage in stages:
+                        best[name][stage] = min(best[name].get(stage, float("inf")), row[stage])
+                    print(f"  {name} {engine}: " + ", ".join(f"{s} {row[s]:.2f} s" for s in stages)
+                          + f" (load {os.getloadavg()[0]:.2f})", flush=True)
+            for stage in stages:
+                old, new = best["old"][stage], best["new"][stage]
+                print(f"{n:>11,} docs, {engine:>5}, {stage:>13}: old {old:.2f} s, new {new:.2f} s, new/old "
+                      f"{new / old:.3f} (minimum of {args.repeats})")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ The large arrays, in bytes (n documents, nnz stored values, V features, K catego
     ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
     processes    150 MB·n_jobs per model kind fitting categories in parallel (one interpreter each)
 
+Sizes that the data set rather than the config (an svmlight label or index, the labels of a text
+file, a shard manifest, an .npy header, a line's length) pass :func:`check_data_sizes`: the same
+``MAX_*`` bounds as the config keys that size the same arrays, and the same estimate for one model,
+before anything of those sizes is allocated; a refusal is one line naming the file.
+
 The estimate is deliberately a lower bound of what a run needs: when it already exceeds the available
 memory the run cannot succeed, and a run it admits may still be refused later by the real shapes.
 """
@@ -122,9 +127,18 @@ def data_shape(config) -> tuple[DataShape, dict]:
 
 def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
     """The large arrays of a run of ``config`` on data of ``shape`` (see the module docstring)."""
-    keys = keys or {}
     models = config.study_models()
-    M = len(models)
+    needs = _array_needs(shape, len(models), config.eval.roc_points, keys or {})
+    for spec in models:
+        n_jobs = getattr(spec.options, "n_jobs", 1)
+        if isinstance(n_jobs, int) and n_jobs > 1:
+            needs.append(Need(f"{n_jobs} worker processes of {spec.name}", float(WORKER_BYTES * n_jobs),
+                              f"models.{spec.name}.n_jobs = {n_jobs}"))
+    return needs
+
+
+def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict) -> list[Need]:
+    """The data-driven arrays of the module docstring for ``M`` models (``roc_points`` None: no grid)."""
     n_train, n_test, V, K, nnz = shape
     needs = []
 
@@ -140,15 +154,9 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
     if n_test and K:
         needs.append(Need(f"test scores ({n_test} documents × {K} categories × {M} models)", 12.0 * n_test * K * M,
                           key("n_documents", "the number of test documents")))
-    if K:
-        points = config.eval.roc_points
-        needs.append(Need(f"ROC grids ({K} categories × {points} points × {M} models)", 16.0 * K * points * M,
-                          f"eval.roc_points = {points}"))
-    for spec in models:
-        n_jobs = getattr(spec.options, "n_jobs", 1)
-        if isinstance(n_jobs, int) and n_jobs > 1:
-            needs.append(Need(f"{n_jobs} worker processes of {spec.name}", float(WORKER_BYTES * n_jobs),
-                              f"models.{spec.name}.n_jobs = {n_jobs}"))
+    if K and roc_points:
+        needs.append(Need(f"ROC grids ({K} categories × {roc_points} points × {M} models)",
+                          16.0 * K * roc_points * M, f"eval.roc_points = {roc_points}"))
     return needs
 
 
@@ -175,3 +183,43 @@ def check_budget(config, shape: DataShape | None = None, available: int | None =
     remedy = f"; lower {name}" if value.split(" ")[0].isdigit() else ""
     raise MlnbError(f"{largest.key}: the run needs at least {human(total)} of memory ({parts}), more than the "
                     f"{human(available)} available{remedy}")
+
+
+# -- sizes that the data set --------------------------------------------------------------------------
+#: bytes a category costs besides W and the scores: its name (a str), its column's bookkeeping
+CATEGORY_BYTES = 100
+
+
+def check_data_sizes(where: str, *, n_documents: int | None = None, n_features: int | None = None,
+                     n_categories: int | None = None, nnz: int | None = None, extra_bytes: float = 0.0,
+                     what: str = "", available: int | None = None) -> None:
+    """Refuse, in one line naming ``where`` (the file, manifest or header that set them), sizes that a
+    data file states before anything of those sizes is allocated: beyond the bounds of the config keys
+    that size the same arrays (``MAX_*`` of :mod:`mlnb.data.registry`), or needing more memory than is
+    available by the estimate of :func:`check_budget` (for one model: a lower bound of any study of the
+    data), plus ``extra_bytes`` that the reader itself would allocate (``what`` says for what).
+
+    The one guard of every size set by data: svmlight labels and indices (via the scanned dimensions),
+    shard manifests and their .npy headers, over-long lines.
+    """
+    from mlnb.data.limits import MAX_CATEGORIES, MAX_DOCUMENTS, MAX_FEATURES
+
+    for value, bound, name in ((n_documents, MAX_DOCUMENTS, "documents"), (n_features, MAX_FEATURES, "features"),
+                               (n_categories, MAX_CATEGORIES, "categories")):
+        if value is not None and not 0 <= value <= bound:
+            raise MlnbError(f"{where}: {value:,} {name}; expected at most {bound:,} (the bound of the config keys "
+                            f"that set the number of {name})")
+    if nnz is not None and not 0 <= nnz <= MAX_DOCUMENTS * 10**4:
+        raise MlnbError(f"{where}: {nnz:,} stored values; expected at most {MAX_DOCUMENTS * 10**4:,}")
+    needs = _array_needs(DataShape(None, None, n_features, n_categories, nnz), 1, None, {})
+    if n_categories:
+        needs.append(Need(f"{n_categories} category names", float(CATEGORY_BYTES) * n_categories, ""))
+    if extra_bytes:
+        needs.append(Need(what or "reading", float(extra_bytes), ""))
+    available = available_memory() if available is None else available
+    total = sum(need.bytes for need in needs)
+    if available is None or total <= available:
+        return
+    parts = ", ".join(f"{need.what} {human(need.bytes)}" for need in sorted(needs, key=lambda need: -need.bytes)[:3])
+    raise MlnbError(f"{where}: the sizes it sets need at least {human(total)} of memory ({parts}), more than the "
+                    f"{human(available)} available; expected a smaller corpus (or a corrupt file?)")

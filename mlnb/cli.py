@@ -4,12 +4,17 @@ Exit codes: 0 done; 2 bad input (one line ``error: ...``); 130 Ctrl-C (SIGINT) a
 (128 + the signal's number, as shells report them), each after one line ``interrupted`` and with
 no ``.partial-*`` staging folder left behind. Every command that writes checks its ``--out``
 before it loads any data.
+
+Any other exception (a file that cannot be read or written, input nested too deeply for Python's
+recursion limit, memory, a bug) is one line ``error: ...`` and exit code 2 as well
+(``_one_line_error``); ``mlnb --debug <command>`` (or ``MLNB_DEBUG=1``) prints the traceback first.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+import os
 import signal
 import sys
 import threading
@@ -34,8 +39,56 @@ SET_HELP = ("Override a config key, e.g. --set models.nb.alpha=0.1 or --set data
             "(repeatable; the value is read as TOML, else as a string).")
 
 
+_DEBUG = {"on": bool(os.environ.get("MLNB_DEBUG"))}  # --debug: tracebacks before the one-line errors
+MAX_MESSAGE = 2000  # characters of an error line
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Print the Python traceback of an error before its "
+                                        "one-line message (also: MLNB_DEBUG=1).")) -> None:
+    """Naive Bayes vs logistic regression, one-vs-rest over every category, driven by a TOML config."""
+    _DEBUG["on"] = _DEBUG["on"] or debug
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + f"... ({len(text):,} characters)"
+
+
+def _traceback(error: BaseException) -> None:
+    if _DEBUG["on"]:
+        import traceback
+
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+
+
 def _fail(error: MlnbError) -> None:
-    typer.echo(f"error: {error}", err=True)
+    _traceback(error)
+    typer.echo(f"error: {_one_line(error)}", err=True)
+    raise typer.Exit(code=2)
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for an exception that is not an ``MlnbError``: what happened, in words where the type
+    says it, else the type and its message."""
+    if isinstance(error, RecursionError):
+        return ("the input is nested too deeply to read (arrays, tables or objects nested hundreds of levels "
+                "deep; Python's recursion limit)")
+    if isinstance(error, MemoryError):
+        return "out of memory (MemoryError); make the data, the models or eval.bootstrap smaller"
+    if isinstance(error, OSError) and error.strerror:
+        where = ": ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
+        return f"{where + ': ' if where else ''}{error.strerror}"
+    message = str(error)
+    return f"{type(error).__name__}{': ' + message if message else ''} (unexpected; `mlnb --debug ...` shows where)"
+
+
+def _one_line_error(error: BaseException) -> None:
+    """The top-level handler: any exception that reaches a command's end, as one line and exit code 2."""
+    if isinstance(error, MlnbError):
+        _fail(error)
+    _traceback(error)
+    typer.echo(f"error: {_one_line(describe_error(error))}", err=True)
     raise typer.Exit(code=2)
 
 
@@ -101,6 +154,19 @@ def _imported() -> None:
         gc.enable()
 
 
+def _prepare_engine(config) -> None:
+    """Before a study: spill folders that dead processes left in engine.spill_folder are removed, and a
+    streamed study's spill folder must be writable (checked now, not when the test scores are written)."""
+    from mlnb.backends.spill import check_spill_folder, clean_stale_spills
+
+    removed = clean_stale_spills(config.engine.spill_folder)
+    if removed:
+        progress.log(f"removed {len(removed)} spill folder(s) of processes that ended without removing them: "
+                     f"{', '.join(str(path) for path in removed[:5])}{' ...' if len(removed) > 5 else ''}")
+    if config.data.streaming:
+        check_spill_folder(config.engine.spill_folder)
+
+
 def _interruptible(command):
     """A command that ends on Ctrl-C or SIGTERM with one line and exit 128 + the signal number."""
     @functools.wraps(command)
@@ -111,6 +177,10 @@ def _interruptible(command):
         except KeyboardInterrupt as stop:  # the staging folder is gone: atomic_folder removed it
             typer.echo("interrupted", err=True)
             raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
+        except (typer.Exit, typer.Abort):  # the command's own exit (click's Exit is a RuntimeError)
+            raise
+        except Exception as error:  # noqa: BLE001  (every other type: one line, exit 2)
+            _one_line_error(error)
     return wrapper
 
 
@@ -138,6 +208,7 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
     try:
         study_config = load_config(config, set_ or [])
         check_writable(out, study_config.name)  # before the data: a bad --out fails in a second
+        _prepare_engine(study_config)  # and a spill folder that cannot be written
         check_budget(study_config)  # and a run that cannot fit in memory too
         result = run_study(study_config)
         folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
@@ -220,6 +291,7 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     try:
         study_config = load_config(config, set_ or [])
         check_writable(out, f"{study_config.name}-sweep")  # the folder write_sweep writes into
+        _prepare_engine(study_config)
         check_budget(study_config)
         given = {p.split("=", 1)[0].strip(): p for p in study_config.sweep.params}
         given.update({p.split("=", 1)[0].strip(): p for p in param or []})
@@ -254,6 +326,7 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
     try:
         study_config = load_config(config, set_ or [])
         check_writable(out, f"{study_config.name}-curve")  # the folder write_curve writes into
+        _prepare_engine(study_config)
         check_budget(study_config)
         result = run_curve(study_config)
         folder = write_curve(result, out)
@@ -273,9 +346,10 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
 def convert(config: Path = typer.Argument(..., help="Study config (TOML) whose [data] names the corpus: source "
                                           "svmlight, text or shards."),
             out: Path = typer.Argument(..., help="Folder for the shards (new or empty); a test file goes to "
-                                       "OUT/test."),
+                                       "OUT/test. Written beside OUT and swapped in once complete."),
             shard_documents: int = typer.Option(100_000, "--shard-documents", help="Documents per shard."),
-            overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier conversion in OUT."),
+            overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier conversion in OUT (once "
+                                           "the new one is complete; never one that holds the input)."),
             set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
             quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
     """Write a corpus as binary shards (memory-mapped .npy arrays and a manifest) that a streaming
@@ -285,18 +359,21 @@ def convert(config: Path = typer.Argument(..., help="Study config (TOML) whose [
     from mlnb.data.sources import open_source
     _imported()
 
+    from mlnb.data.stream import check_chunk_size
+
     progress.enable(not quiet)
     try:
+        check_chunk_size(shard_documents, "--shard-documents")
         study_config = load_config(config, set_ or [])
         source, test_source = open_source(study_config.data, study_config.features)
-        written = [convert_shards(source, out, shard_documents=shard_documents, overwrite=overwrite)]
-        if test_source is not None:
-            written.append(convert_shards(test_source, out / "test", shard_documents=shard_documents,
-                                          overwrite=overwrite))
+        # one conversion, train and test (OUT/test) together, swapped in whole once complete
+        manifest = convert_shards(source, out, shard_documents=shard_documents, overwrite=overwrite,
+                                  test_source=test_source)
     except MlnbError as error:
         _fail(error)
-    for manifest in written:
-        typer.echo(f"shards: {manifest.parent}")
+    typer.echo(f"shards: {manifest.parent}")
+    if test_source is not None:
+        typer.echo(f"shards: {manifest.parent / 'test'}")
 
 
 @app.command("show-config")
@@ -315,7 +392,17 @@ def show_config(config: Optional[Path] = typer.Argument(None, help="Config file;
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt as stop:  # outside a command (while typer parses its arguments)
+        typer.echo("interrupted", err=True)
+        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
+    except Exception as error:  # noqa: BLE001  (outside a command: the same one line)
+        _traceback(error)
+        typer.echo(f"error: {_one_line(describe_error(error))}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,26 @@ _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 # output. What a run needs within them is estimated by mlnb.budget before any data is read.
 MAX_ROC_POINTS = 100_000
 MAX_JOBS = 256  # n_jobs of any model kind: processes, each with its own interpreter and a copy of its data
+MAX_PASSES = 100_000  # npasses of any model kind (as curve.max_passes): passes over the training data
+# Lengths of the text a config names things with: a study's name names the results folder (with '-sweep', and
+# within the 255 bytes of a file name), a model's name names files and columns (pairs of them: plot files), a
+# label is one line of the report; any other string (a path, an address) is at most PATH_MAX.
+MAX_NAME_LENGTH = 100
+MAX_MODEL_NAME_LENGTH = 64
+MAX_LABEL_LENGTH = 200
+MAX_STRING_LENGTH = 4096
+# Dask scheduler addresses: [protocol://]host:port (host a name, IPv4 or [IPv6])
+_DASK_ADDRESS = re.compile(r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})")
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a one-line message, cut to about ``limit`` characters (a config value can be
+    megabytes long, and the message names it)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer of more than 4,300 digits
+        return f"an integer of ~{value.bit_length() * 0.30103:,.0f} digits"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 #: sources that can be read chunk by chunk (data.streaming = true): those of the registry (mlnb.data.sources)
@@ -276,28 +296,30 @@ def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
     if typing.get_origin(kind) is list:
         (item_kind,) = typing.get_args(kind)
         if not isinstance(value, list):
-            raise MlnbError(f"{where}: expected {_type_name(kind)}, got {value!r}")
+            raise MlnbError(f"{where}: expected {_type_name(kind)}, got {shown(value)}")
         return [_check_value(item, item_kind, meta, f"{where}[{i}]") for i, item in enumerate(value)]
     ok = (isinstance(value, bool) if kind is bool else
           isinstance(value, int) and not isinstance(value, bool) if kind is int else
           isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
           isinstance(value, str))
     if not ok:
-        raise MlnbError(f"{where}: expected {_TYPE_NAMES[kind]}, got {value!r}")
+        raise MlnbError(f"{where}: expected {_TYPE_NAMES[kind]}, got {shown(value)}")
+    if kind is str and len(value) > MAX_STRING_LENGTH:
+        raise MlnbError(f"{where}: expected at most {MAX_STRING_LENGTH} characters, got {len(value):,}")
     if kind is float:
         value = float(value)
         if not math.isfinite(value):
-            raise MlnbError(f"{where}: expected a finite number, got {value!r}")
+            raise MlnbError(f"{where}: expected a finite number, got {shown(value)}")
     if meta.get("choices") is not None and value not in meta["choices"]:
         allowed = ", ".join(repr(c) for c in meta["choices"])
-        raise MlnbError(f"{where}: expected one of {allowed}, got {value!r}")
+        raise MlnbError(f"{where}: expected one of {allowed}, got {shown(value)}")
     low, high = meta.get("min"), meta.get("max")
     if low is not None and (value <= low if meta.get("exclusive_min") else value < low):
         raise MlnbError(f"{where}: expected a value {'>' if meta.get('exclusive_min') else '>='} "
-                        f"{low}, got {value!r}")
+                        f"{low}, got {shown(value)}")
     if high is not None and (value >= high if meta.get("exclusive_max") else value > high):
         raise MlnbError(f"{where}: expected a value {'<' if meta.get('exclusive_max') else '<='} "
-                        f"{high}, got {value!r}")
+                        f"{high}, got {shown(value)}")
     return value
 
 
@@ -307,9 +329,9 @@ def _origin(dotted: str, source: str, overridden: set, set_label: str) -> str:
 
 
 def _unknown_key(origin: str, prefix: str, key: str, valid) -> MlnbError:
-    close = difflib.get_close_matches(key, list(valid), n=1)
+    close = difflib.get_close_matches(key, list(valid), n=1) if len(key) <= MAX_NAME_LENGTH else []
     hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(valid)}"
-    return MlnbError(f"{origin}: unknown key '{prefix}{key}'{hint}")
+    return MlnbError(f"{origin}: unknown key {shown(prefix + key)}{hint}")
 
 
 def _build(cls, table: dict, prefix: str, source: str, overridden: set, set_label: str = "--set"):
@@ -325,12 +347,12 @@ def _build(cls, table: dict, prefix: str, source: str, overridden: set, set_labe
         kind = hints[key]
         if key == "models" and cls is StudyConfig:
             if not isinstance(value, dict):
-                raise MlnbError(f"{origin}: 'models' must be tables [models.<name>], got {value!r}")
+                raise MlnbError(f"{origin}: 'models' must be tables [models.<name>], got {shown(value)}")
             values[key] = {name: _build_model(name, spec, source, overridden, set_label)
                            for name, spec in value.items()}
         elif dataclasses.is_dataclass(kind):
             if not isinstance(value, dict):
-                raise MlnbError(f"{origin}: '{dotted}' must be a table ([{dotted}]), got {value!r}")
+                raise MlnbError(f"{origin}: '{dotted}' must be a table ([{dotted}]), got {shown(value)}")
             values[key] = _build(kind, value, f"{dotted}.", source, overridden, set_label)
         else:
             values[key] = _check_value(value, kind, fields[key].metadata, f"{origin}: {dotted}")
@@ -341,11 +363,11 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
     """``[models.<name>]``: its kind, the generic keys, and the kind's options."""
     prefix = f"models.{name}."
     origin = _origin(f"models.{name}", source, overridden, set_label)
-    if not _MODEL_NAME.fullmatch(name):
-        raise MlnbError(f"{origin}: model name {name!r}: expected letters, digits, '_' or '-' (it names files "
-                        "and columns)")
+    if len(name) > MAX_MODEL_NAME_LENGTH or not _MODEL_NAME.fullmatch(name):
+        raise MlnbError(f"{origin}: model name {shown(name)}: expected letters, digits, '_' or '-' (at most "
+                        f"{MAX_MODEL_NAME_LENGTH}: it names files and columns)")
     if not isinstance(table, dict):
-        raise MlnbError(f"{origin}: 'models.{name}' must be a table ([models.{name}] with a kind), got {table!r}")
+        raise MlnbError(f"{origin}: 'models.{name}' must be a table ([models.{name}] with a kind), got {shown(table)}")
     table = dict(table)
     if "kind" not in table:
         raise MlnbError(f"{origin}: [models.{name}] has no 'kind'; expected one of "
@@ -369,7 +391,16 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
                 raise MlnbError(f"{origin}: unknown key '{prefix}{key}': '{key}' is an option of kind "
                                 f"{' and '.join(map(repr, owners))}, not of {kind.name!r} (models.{name}.kind)")
             raise _unknown_key(origin, prefix, key, list(MODEL_KEYS) + option_names)
+    label = generic.get("label", "")
+    if len(label) > MAX_LABEL_LENGTH or any(ord(c) < 32 or c in _LINE_BREAKS for c in label):
+        raise MlnbError(f"{_origin(prefix + 'label', source, overridden, set_label)}: {prefix}label: expected one line "
+                        f"of at most {MAX_LABEL_LENGTH} characters, no control characters (it names the model in "
+                        f"tables, legends and report.md), got {shown(label)}")
     options = _build(kind.options, table, prefix, source, overridden, set_label)
+    npasses = getattr(options, "npasses", None)
+    if isinstance(npasses, int) and npasses > MAX_PASSES:
+        raise MlnbError(f"{_origin(prefix + 'npasses', source, overridden, set_label)}: {prefix}npasses: expected a "
+                        f"value <= {MAX_PASSES} (passes over the training data), got {npasses}")
     n_jobs = getattr(options, "n_jobs", None)
     if isinstance(n_jobs, int) and n_jobs > MAX_JOBS:
         raise MlnbError(f"{_origin(prefix + 'n_jobs', source, overridden, set_label)}: {prefix}n_jobs: expected a value "
@@ -378,6 +409,7 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_LINE_BREAKS = "\x85\u2028\u2029"  # besides the control characters below 32 (\n, \r, \t, ...)
 _OLD_SECTIONS = DEFAULT_MODELS  # [nb] and [lr] were the two models before any number could be named
 
 
@@ -439,6 +471,7 @@ def _check_study(config: StudyConfig, origin: str) -> None:
     if config.task == "multiclass":
         _check_multiclass_data(config, origin)
     _check_streaming(config, origin)
+    _check_engine(config, origin)
     rules = {config.eval.decision} | {spec.decision for spec in models if spec.decision}
     if config.eval.decision_metric != "f1" and "scutfbr" in rules:
         raise MlnbError(f"{origin}: eval.decision_metric = {config.eval.decision_metric!r} with scutfbr: its fallback "
@@ -478,6 +511,17 @@ def _check_streaming(config: StudyConfig, origin: str) -> None:
     if data.max_train_documents:
         raise MlnbError(f"{origin}: data.max_train_documents needs the whole corpus to sample from; with "
                         "data.streaming = true use data.test_fraction or a smaller set of shards")
+
+
+def _check_engine(config: StudyConfig, origin: str) -> None:
+    """engine.address: a Dask scheduler's address, [protocol://]host:port, or empty."""
+    address = config.engine.address
+    if not address:
+        return
+    match = _DASK_ADDRESS.fullmatch(address)
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise MlnbError(f"{origin}: engine.address = {shown(address)}: expected a Dask scheduler's address "
+                        "[tcp://]host:port (port 1-65535), e.g. 'tcp://10.0.0.5:8786'; or empty for a LocalCluster")
 
 
 def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
@@ -541,11 +585,15 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
-        raise MlnbError(f"--set {text!r}: expected key=value, e.g. models.nb.alpha=0.1")
+        raise MlnbError(f"--set {shown(text)}: expected key=value, e.g. models.nb.alpha=0.1")
     try:
         value = tomllib.loads(f"value = {raw.strip()}")["value"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except RecursionError:  # arrays or inline tables nested hundreds deep: no config key takes that
+        raise MlnbError(f"--set {shown(key)}: the value is nested too deeply") from None
+    except ValueError as error:  # e.g. an integer of more than 4,300 digits
+        raise MlnbError(f"--set {shown(key)}: {shown(str(error), 200)}") from None
     return key.split("."), value
 
 
@@ -558,7 +606,7 @@ def _apply_overrides(table: dict, overrides: list[str], origin: str) -> set[str]
         for part in keys[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise MlnbError(f"{origin} {text!r}: '{part}' is not a section")
+                raise MlnbError(f"{origin} {shown(text)}: {shown(part)} is not a section")
         node[keys[-1]] = value
         overridden.add(".".join(keys))
     return overridden
@@ -583,8 +631,12 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
             table = tomllib.loads(path.read_text(encoding="utf-8-sig"))
         except tomllib.TOMLDecodeError as error:
             raise MlnbError(f"{path}: not valid TOML ({error})") from None
+        except RecursionError:  # arrays or inline tables nested hundreds deep: no config key takes that
+            raise MlnbError(f"{path}: not a config this program reads: arrays or tables nested too deeply") from None
         except UnicodeDecodeError:
             raise MlnbError(f"{path}: not a UTF-8 text file") from None
+        except ValueError as error:  # e.g. an integer of more than 4,300 digits
+            raise MlnbError(f"{path}: not a config this program reads ({shown(str(error), 200)})") from None
     if "models" not in table:
         table["models"] = {name: {"kind": kind} for name, kind in DEFAULT_MODELS.items()}
     overridden = _apply_overrides(table, overrides, "--set")
@@ -595,10 +647,10 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
     config = _build(StudyConfig, table, "", source, overridden)
     if not config.name:
         config.name = path.stem if path is not None else "study"
-    if not _NAME.fullmatch(config.name):
-        origin = "--set" if "name" in overridden else source
-        raise MlnbError(f"{origin}: name: expected letters, digits, '.', '_' or '-' (not starting with "
-                        f"'.'), as it names the results folder; got {config.name!r}")
+    if len(config.name) > MAX_NAME_LENGTH or not _NAME.fullmatch(config.name):
+        origin = "--set" if "name" in overridden else (source if "name" in table else f"{source}: its file name")
+        raise MlnbError(f"{origin}: name: expected letters, digits, '.', '_' or '-' (at most {MAX_NAME_LENGTH}, not "
+                        f"starting with '.'), as it names the results folder; got {shown(config.name)}")
     _check_study(config, f"{source} with --set" if overridden else source)
     return config
 

@@ -25,6 +25,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -41,7 +42,7 @@ from mlnb.data.sources import describe_split, load_dataset, open_streams
 from mlnb.data.stream import OneClassSource
 from mlnb.decision import fit_decision_rule
 from mlnb.engine.documents import Documents, InMemoryDocuments, StreamedDocuments, validation_buckets
-from mlnb.engine.fitting import fit_models, label_counts
+from mlnb.engine.fitting import NoTrainingDocuments, fit_models, label_counts
 from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory, score_in_memory,
                                  score_spilled)
 from mlnb.errors import MlnbError
@@ -138,9 +139,7 @@ def held_out_scores(config: StudyConfig, name: str, train: Documents, seed: int,
                             "training documents")
         try:
             fitted = fit_models(config, [name], rest, seed, labels, backend=backend)
-        except MlnbError as error:
-            if train.in_memory or "no training documents" not in str(error):
-                raise
+        except NoTrainingDocuments:  # streamed: known once read
             raise MlnbError(f"{what} leaves no fitting documents among the training documents") from None
         part = score_in_memory({name: fitted.models[name]}, held)
         if split and part.n_documents == 0:
@@ -429,6 +428,8 @@ def open_documents(config: StudyConfig):
         info.setdefault("split", split_rule(config, dataset))
         names = list(dataset.category_names)
     else:
+        if config.engine.spill_folder and not Path(config.engine.spill_folder).is_dir():  # before any work
+            raise MlnbError(f"engine.spill_folder = {config.engine.spill_folder!r}: no such folder")
         train, test = streamed_documents(config)
         names = list(train.category_names)
         _check_against_data(config, names)

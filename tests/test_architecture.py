@@ -103,3 +103,14 @@ def test_no_kind_or_event_model_name_outside_the_models():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
                 found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+def test_the_sources_import_no_numba_and_no_model():
+    """``mlnb.config`` reads every source's options from ``mlnb.data.sources``: that must stay light."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mlnb.data.sources; print(sorted({m.split('.')[0] if not m.startswith('mlnb') else m "
+            "for m in sys.modules if m.startswith(('numba', 'mlnb.models', 'sklearn'))}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -1,4 +1,5 @@
-"""The one study loop, as a contract over every registered kind × {in memory, streamed, Dask LocalCluster}.
+"""The one study loop, as a contract over every registered kind and NB event model × {in memory, streamed,
+Dask LocalCluster}.
 
 One config, a glob of svmlight shards, read whole (``data.streaming = false``), streamed in this
 process, and streamed on a Dask LocalCluster of 2 workers: the same training and test documents,
@@ -19,6 +20,7 @@ from mlnb.config import load_config
 from mlnb.data.synthetic import make_rcv1_like
 from mlnb.errors import MlnbError
 from mlnb.models import KINDS
+from mlnb.models.naive_bayes import EVENT_MODELS
 from mlnb.study import run_study
 
 N_DOCUMENTS, N_FEATURES, N_CATEGORIES = 3000, 800, 8
@@ -30,6 +32,9 @@ ENGINES = {"memory": ["data.streaming=false"], "streamed": ["data.streaming=true
 OPTIONS = {"logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"},
            "nb_logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"},
            "naive_bayes": {"decision": '"scut"'}}  # a rule learnt from held-out scores
+# one model per streaming kind (named as its kind), and every other NB event model (named as the event model)
+EVENT_MODELS_TOO = {name: ("naive_bayes", {"event_model": f'"{name}"'}) for name in EVENT_MODELS if name != "multinomial"}
+MODELS = {**{kind: (kind, OPTIONS.get(kind, {})) for kind in STREAMING_KINDS}, **EVENT_MODELS_TOO}
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +45,9 @@ def corpus(tmp_path_factory):
     for i, rows in enumerate(np.array_split(np.arange(N_DOCUMENTS), 3)):
         dump_svmlight_file(data.X[rows], data.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
                            zero_based=False)
-    models = "\n".join(f'[models.{name}]\nkind = "{name}"\n' + "".join(f"{key} = {value}\n" for key, value in
-                                                                     OPTIONS.get(name, {}).items())
-                       for name in STREAMING_KINDS)
+    models = "\n".join(f'[models.{name}]\nkind = "{kind}"\n' + "".join(f"{key} = {value}\n" for key, value in
+                                                                     options.items())
+                       for name, (kind, options) in MODELS.items())
     config = folder / "study.toml"
     config.write_text(f"""
 [data]
@@ -82,11 +87,11 @@ def test_the_same_documents_on_every_engine(results):
         assert result.data["split"] == memory.data["split"] and "hash" in result.data["split"]
 
 
-@pytest.mark.parametrize("kind", STREAMING_KINDS)
+@pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("engine", ["streamed", "dask"])
-def test_every_kind_gives_the_in_memory_answer(results, kind, engine):
-    memory, other = results["memory"].model(kind), results[engine].model(kind)
-    fits_from = KINDS[kind].fits_from
+def test_every_kind_and_event_model_gives_the_in_memory_answer(results, name, engine):
+    memory, other = results["memory"].model(name), results[engine].model(name)
+    fits_from = KINDS[MODELS[name][0]].fits_from
     auc_memory = memory.evaluation.per_category["auc"].to_numpy(dtype=float)
     auc_other = other.evaluation.per_category["auc"].to_numpy(dtype=float)
     if fits_from == "counts" or engine == "streamed":  # counts add exactly; one process, one minibatch order
@@ -144,3 +149,18 @@ def test_sweep_and_curve_accept_a_streamed_corpus_and_agree_with_memory(corpus, 
         tables[engine] = np.genfromtxt(table, delimiter=",", names=True, dtype=None, encoding="utf-8")
     for column in ("macro_auc", "micro_f1"):  # the same parts of the training documents, the same fits
         np.testing.assert_allclose(tables["streamed"][column], tables["memory"][column], atol=1e-9)
+
+
+@pytest.mark.parametrize("engine", ["memory", "streamed"])
+def test_the_report_states_the_split_rule(corpus, tmp_path, engine):
+    """A given test file is the test part, read whole or streamed, and the report says so."""
+    folder = corpus[0]
+    settings = [a for s in ENGINES[engine] + [f'data.svmlight.path="{folder}/part-0.svm"',
+                                               f'data.svmlight.test_path="{folder}/part-[12].svm"']
+                for a in ("--set", s)]
+    result = CliRunner().invoke(app, ["run", str(corpus[1]), "--out", str(tmp_path), "--quiet", *settings])
+    assert result.exit_code == 0, result.output
+    (summary,) = tmp_path.rglob("summary.json")
+    data = json.loads(summary.read_text())["data"]
+    assert "given test" in data["split"] and data["n_train"] == N_DOCUMENTS // 3
+    assert f"Train/test split: {data['split']}." in (summary.parent / "report.md").read_text()

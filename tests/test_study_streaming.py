@@ -218,3 +218,10 @@ def test_a_missing_shard_is_one_line(tmp_path):
     result = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1 and "none-*.svm" in result.output
+
+
+def test_a_missing_spill_folder_is_one_line_before_any_work(shards, tmp_path):
+    result = CliRunner().invoke(app, ["run", str(shards[1]), "--out", str(tmp_path / "out"), "--set",
+                                      f'engine.spill_folder="{tmp_path / "nowhere"}"'])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [f"error: engine.spill_folder = '{tmp_path / 'nowhere'}': no such folder"]

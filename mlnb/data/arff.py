@@ -36,6 +36,7 @@ from xml.parsers import expat
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb.budget import check_data_sizes
 from mlnb.data.dataset import Dataset, RowOrigin
 from mlnb.data.splits import given_split_rule
 from mlnb.data.validate import check_features, existing_file
@@ -371,6 +372,8 @@ def _parse(path, label_names, label_lines=None, xml_path=None, reference=None) -
     in_y = keep & is_label[indices]
     in_x = keep & ~is_label[indices]
     n_rows, n_features = counts.size, int((~is_label).sum())
+    check_data_sizes(str(path), n_documents=n_rows, n_features=n_features, n_categories=len(label_names),
+                     nnz=int(in_x.sum()))
     X = sp.csr_matrix((values[in_x].astype(np.float32), (rows[in_x], feature_column[indices[in_x]])),
                       shape=(n_rows, n_features), dtype=np.float32)
     Y = sp.csr_matrix((np.ones(int(in_y.sum()), dtype=np.int8), (rows[in_y], label_column[indices[in_y]])),

@@ -25,12 +25,10 @@ if TYPE_CHECKING:
     from mlnb.data.stream import ChunkSource
     from mlnb.data.text import TextOptions
 
-# Upper bounds of the keys that size an allocation: far above any real corpus (RCV1: 804,414
-# documents, 47,236 features, 103 categories), far below what would end in a MemoryError before a
-# word of output. What a run needs within them is estimated by mlnb.budget before any data is read.
-MAX_DOCUMENTS = 10**9
-MAX_FEATURES = 2**31 - 1  # scipy's int32 column indices
-MAX_CATEGORIES = 10**6
+# Upper bounds of the keys that size an allocation (mlnb.data.limits, which imports nothing, so that
+# mlnb.budget applies the same bounds to the sizes that data files set): MAX_DOCUMENTS, MAX_FEATURES,
+# MAX_CATEGORIES, MAX_LINE_BYTES.
+from mlnb.data.limits import MAX_CATEGORIES, MAX_DOCUMENTS, MAX_FEATURES, MAX_LINE_BYTES  # noqa: E402,F401
 
 
 @dataclass(frozen=True)

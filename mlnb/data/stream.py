@@ -43,6 +43,7 @@ from mlnb import progress
 from mlnb.data import svmlight
 from mlnb.data.files import expand_paths, file_ids, source_name
 from mlnb.data.hashing import FILE_ID_SHIFT, split_mask
+from mlnb.data.limits import MAX_DOCUMENTS
 from mlnb.data.svmlight import SvmlightScan, join_blocks, matrices, scan_svmlight, slice_block
 from mlnb.data.svmlight_blocks import ParsedBlock
 from mlnb.data.text import TextOptions, TextReading, fit_text, label_matrix, text_format, text_records, vectorizer
@@ -50,7 +51,7 @@ from mlnb.data.validate import check_features, check_labels, one_class_error
 from mlnb.errors import MlnbError
 
 __all__ = ["FILE_ID_SHIFT", "Chunk", "ChunkSource", "Partition", "SplitPart", "SvmlightScan", "SvmlightSource",
-           "TextReading", "TextSource", "OneClassSource", "check_chunk_size", "check_one_class", "concatenate", "expand_paths",
+           "TextReading", "TextSource", "DerivedSource", "OneClassSource", "SelectedSource", "check_chunk_size", "check_one_class", "concatenate", "expand_paths",
            "fit_text", "make_chunk", "scan_svmlight", "split_source", "svmlight_sources", "text_sources",
            "track_chunks"]
 
@@ -169,9 +170,12 @@ class ChunkSource:
                 yield part
 
 
-def check_chunk_size(chunk_size) -> int:
+def check_chunk_size(chunk_size, name: str = "chunk_size") -> int:
+    """``chunk_size`` as an int, or one line naming ``name`` (the option or argument that gave it)."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise MlnbError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        raise MlnbError(f"{name} must be a positive integer, got {chunk_size!r}")
+    if chunk_size > MAX_DOCUMENTS:
+        raise MlnbError(f"{name} = {chunk_size}: expected at most {MAX_DOCUMENTS:,} documents")
     return int(chunk_size)
 
 
@@ -202,9 +206,9 @@ def check_one_class(chunk: Chunk, category_names=None) -> None:
         raise one_class_error(chunk.place(row), names)
 
 
-class OneClassSource(ChunkSource):
-    """The documents of ``source``, each checked to be in exactly one class (task = 'multiclass')
-    as it is read, wherever it is read (here or on a Dask worker)."""
+class DerivedSource(ChunkSource):
+    """A source whose documents come from another source's partitions: a part of them
+    (``SelectedSource``), or the same documents checked as they are read (``OneClassSource``)."""
 
     def __init__(self, source: ChunkSource):
         self.source = source
@@ -213,6 +217,40 @@ class OneClassSource(ChunkSource):
         self.feature_names = source.feature_names
         self.name = source.name
 
+    def partitions(self) -> list[Partition]:
+        return self.source.partitions()
+
+
+class SelectedSource(DerivedSource):
+    """The documents of ``source`` whose ids ``keep(ids)`` (-> bool array; picklable, as a Dask worker
+    selects its partition's documents on its own) selects. Chunks hold the chosen rows of the source's
+    chunks, so at most ``chunk_size`` documents; ``share`` is the expected share chosen (for an ETA)."""
+
+    def __init__(self, source: ChunkSource, keep: Callable[[np.ndarray], np.ndarray], share: float | None = None):
+        super().__init__(source)
+        self.keep, self.share = keep, share
+
+    @property
+    def n_documents(self) -> int | None:
+        return None  # known only after reading
+
+    @property
+    def expected_documents(self) -> int | None:
+        total = self.source.expected_documents
+        return None if total is None or self.share is None else round(total * self.share)
+
+    def read(self, partition: Partition, chunk_size: int) -> Iterator[Chunk]:
+        return self.source.read_where(partition, chunk_size, self.keep)
+
+    def read_where(self, partition: Partition, chunk_size: int,
+                   keep: Callable[[np.ndarray], np.ndarray]) -> Iterator[Chunk]:
+        return self.source.read_where(partition, chunk_size, lambda ids: self.keep(ids) & keep(ids))
+
+
+class OneClassSource(DerivedSource):
+    """The documents of ``source``, each checked to be in exactly one class (task = 'multiclass')
+    as it is read, wherever it is read (here or on a Dask worker)."""
+
     @property
     def n_documents(self) -> int | None:
         return self.source.n_documents
@@ -220,9 +258,6 @@ class OneClassSource(ChunkSource):
     @property
     def expected_documents(self) -> int | None:
         return self.source.expected_documents
-
-    def partitions(self) -> list[Partition]:
-        return self.source.partitions()
 
     def read(self, partition: Partition, chunk_size: int) -> Iterator[Chunk]:
         for chunk in self.source.read(partition, chunk_size):
@@ -350,42 +385,26 @@ def svmlight_sources(path, test_path=None, *, n_features: int | None = None, ind
 
 
 # -- the hash split ----------------------------------------------------------------------------------
-class SplitPart(ChunkSource):
-    """The training (or test) documents of ``source``: those whose id ``split_mask`` puts on that
-    side. Chunks hold the chosen rows of the source's chunks, so at most ``chunk_size`` documents."""
+@dataclass(frozen=True)
+class _Side:
+    """The ids on one side of the hash split (picklable)."""
 
-    def __init__(self, source: ChunkSource, seed: int, test_fraction: float, test: bool):
-        split_mask(np.zeros(0, dtype=np.int64), seed, test_fraction)  # checks the arguments
-        self.source, self.seed, self.test_fraction, self.test = source, seed, test_fraction, test
-        self.n_features = source.n_features
-        self.category_names = source.category_names
-        self.feature_names = source.feature_names
-        self.name = source.name
+    seed: int
+    test_fraction: float
+    test: bool
 
-    @property
-    def n_documents(self) -> int | None:
-        return None  # known only after reading
-
-    @property
-    def expected_documents(self) -> int | None:
-        """About how many documents this side holds (for an ETA): its share of the source."""
-        total = self.source.n_documents
-        share = self.test_fraction if self.test else 1 - self.test_fraction
-        return None if total is None else round(total * share)
-
-    def partitions(self) -> list[Partition]:
-        return self.source.partitions()
-
-    def _keep(self, ids: np.ndarray) -> np.ndarray:
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
         is_test = split_mask(ids, self.seed, self.test_fraction)
         return is_test if self.test else ~is_test
 
-    def read(self, partition: Partition, chunk_size: int) -> Iterator[Chunk]:
-        return self.source.read_where(partition, chunk_size, self._keep)
 
-    def read_where(self, partition: Partition, chunk_size: int,
-                   keep: Callable[[np.ndarray], np.ndarray]) -> Iterator[Chunk]:
-        return self.source.read_where(partition, chunk_size, lambda ids: self._keep(ids) & keep(ids))
+class SplitPart(SelectedSource):
+    """The training (or test) documents of ``source``: those whose id ``split_mask`` puts on that side."""
+
+    def __init__(self, source: ChunkSource, seed: int, test_fraction: float, test: bool):
+        split_mask(np.zeros(0, dtype=np.int64), seed, test_fraction)  # checks the arguments
+        super().__init__(source, _Side(seed, test_fraction, test), test_fraction if test else 1 - test_fraction)
+        self.seed, self.test_fraction, self.test = seed, test_fraction, test
 
 
 def split_source(source: ChunkSource, seed: int, test_fraction: float,

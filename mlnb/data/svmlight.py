@@ -25,7 +25,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset, RowOrigin
+from mlnb.budget import check_data_sizes, human
 from mlnb.data.files import DECOMPRESSION_ERRORS, expand_paths, file_ids, open_binary, source_name
+from mlnb.data.limits import MAX_CATEGORIES, MAX_LINE_BYTES
 from mlnb.data.splits import given_split_rule
 from mlnb.data.svmlight_blocks import ParsedBlock, describe_bad_line, parse_block
 from mlnb.data.validate import check_features, check_labels, existing_file
@@ -120,13 +122,25 @@ def blocks(path: Path, block_bytes: int | None = None) -> Iterator[tuple[bytes, 
             del raw
             cut = data.rfind(b"\n")
             if cut < 0:
+                if len(data) > MAX_LINE_BYTES:
+                    raise _long_line(path, line, len(data))
                 carry = data
                 continue
             block, carry = data[:cut + 1], data[cut + 1:]
             del data
+            if len(carry) > MAX_LINE_BYTES:
+                raise _long_line(path, line + block.count(b"\n"), len(carry))
             yield block, line
             line += block.count(b"\n")
             del block
+
+
+def _long_line(path: Path, line: int, size: int) -> MlnbError:
+    """The one line for a line longer than MAX_LINE_BYTES (a document is a line: a missing newline, a
+    binary file?), raised before it is held whole."""
+    return MlnbError(f"{path}:{line}: a line of more than {size:,} bytes ({human(size)}) without a newline; expected "
+                     f"one document per line, each at most {MAX_LINE_BYTES:,} bytes ({human(MAX_LINE_BYTES)}): "
+                     "not an svmlight file?")
 
 
 def parse_file(path: Path, reading: SvmlightReading) -> Iterator[ParsedBlock]:
@@ -144,6 +158,12 @@ def parse_file(path: Path, reading: SvmlightReading) -> Iterator[ParsedBlock]:
             line, problem = found
             raise MlnbError(f"{path}:{first_line + line - 1}: {problem}")
         parsed.lines += first_line - 1
+        if reading.known_categories is None and parsed.max_label >= MAX_CATEGORIES:
+            position = int(np.flatnonzero(parsed.labels >= MAX_CATEGORIES)[0])
+            row = int(np.searchsorted(parsed.label_indptr, position, side="right")) - 1
+            raise MlnbError(f"{path}:{parsed.lines[row]}: label {int(parsed.labels[position])} would make more than "
+                            f"{MAX_CATEGORIES:,} categories; expected category ids below {MAX_CATEGORIES:,} "
+                            "(the bound of data.svmlight.n_categories)")
         if reading.n_names is not None and parsed.labels.size and parsed.max_label >= reading.n_names:
             position = int(np.flatnonzero(parsed.labels >= reading.n_names)[0])
             row = int(np.searchsorted(parsed.label_indptr, position, side="right")) - 1
@@ -204,6 +224,9 @@ class SvmlightScan:
             if self.max_label < 0:
                 raise MlnbError(f"{first}: no labels found; a multilabel file needs category ids")
             n_categories = self.max_label + 1
+        # the one gate of the sizes the files set, before anything of those sizes is allocated
+        check_data_sizes(str(first), n_features=n_features, n_categories=n_categories,
+                         n_documents=sum(self.documents) or None)
         return n_features, n_categories
 
 

@@ -27,7 +27,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
 from mlnb._numba import HAVE_NUMBA, njit
 
@@ -67,6 +66,9 @@ class ParsedBlock:
 _POW10 = np.array([10.0**k for k in range(23)])  # exact: 10^22 < 2^53 · 2^22
 _TWO53 = 2**53
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: the largest label and 0-based feature index a line may hold (scipy's int32 indices): larger ones are
+#: refused on their line, never wrapped or cast; what the data may size is bounded further by mlnb.budget
+_LARGEST_ID = 2**31 - 2
 
 if HAVE_NUMBA:
     @njit(cache=True)
@@ -160,7 +162,7 @@ if HAVE_NUMBA:
                         value = 0
                         while r < token_end and 48 <= buf[r] <= 57:
                             value = value * 10 + (buf[r] - 48)
-                            if value > 2147483647:
+                            if value > 2147483646:  # _LARGEST_ID
                                 return UNSUPPORTED, 0, 0, 0, 0
                             r += 1
                         if n_categories >= 0 and value >= n_categories:
@@ -185,6 +187,8 @@ if HAVE_NUMBA:
                         return UNSUPPORTED, 0, 0, 0, 0
                     r += 1
                     index -= index_base
+                    if index > 2147483646:  # _LARGEST_ID
+                        return UNSUPPORTED, 0, 0, 0, 0
                     if index < 0 or index <= previous or (n_features >= 0 and index >= n_features):
                         return UNSUPPORTED, 0, 0, 0, 0
                     previous = index
@@ -295,16 +299,20 @@ def parse_sklearn(block: bytes, index_base: int, n_features: int | None,
                   n_categories: int | None) -> ParsedBlock | None:
     """scikit-learn's reading of the block, with the in-memory loader's checks; None if it is wrong."""
     try:
+        from sklearn.datasets import load_svmlight_file  # here: sklearn.datasets costs ~40 ms to import
+
         X, label_tuples = load_svmlight_file(io.BytesIO(block), n_features=n_features, dtype=np.float32,
                                              multilabel=True, zero_based=bool(index_base == 0))
     except (ValueError, OverflowError, UnicodeDecodeError):
         return None
     X = X.tocsr()
-    if X.nnz and not np.isfinite(X.data).all():
+    if X.nnz and not (np.isfinite(X.data).all() and X.indices.max() <= _LARGEST_ID):
         return None
     lengths = np.fromiter((len(t) for t in label_tuples), dtype=np.int64, count=len(label_tuples))
     flat = np.fromiter((v for t in label_tuples for v in t), dtype=np.float64, count=int(lengths.sum()))
     if flat.size and (np.any(flat < 0) or np.any(flat != np.round(flat))):
+        return None
+    if flat.size and not (np.isfinite(flat).all() and flat.max() <= _LARGEST_ID):  # else int64 wraps them
         return None
     labels = flat.astype(np.int64)
     if n_categories is not None and labels.size and labels.max() >= n_categories:
@@ -360,6 +368,8 @@ def _line_problem(raw: bytes, index_base: int, n_features: int | None, n_categor
                 hint = (" (a binary ±1 file? label its positives 0 and leave its negatives without a label)"
                         if value == -1 else "")
                 return f"label {label} is not a category id; expected non-negative integers{hint}"
+            if value > _LARGEST_ID:
+                return f"label {label} is beyond the largest category id {_LARGEST_ID}"
             if n_categories is not None and value >= n_categories:
                 return f"label {int(value)} is out of range for n_categories = {n_categories}"
     if first < len(fields) and fields[first].startswith("qid"):
@@ -379,6 +389,9 @@ def _line_problem(raw: bytes, index_base: int, n_features: int | None, n_categor
             return f"expected a number after '{index}:', got {value!r}"
         if index < index_base:
             return f"feature index {index} is below {index_base} (index_base = {index_base})"
+        if index - index_base > _LARGEST_ID:
+            return (f"feature index {index} is beyond the largest feature index {_LARGEST_ID + index_base} "
+                    "(32-bit column indices)")
         if n_features is not None and index - index_base >= n_features:
             return f"feature index {index} is beyond n_features = {n_features}"
         if previous is not None and index <= previous:

@@ -30,8 +30,16 @@ import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset, RowOrigin, hash_split
 from mlnb.data.files import DECOMPRESSION_ERRORS, expand_paths, file_ids, open_binary, source_name
+from mlnb.budget import check_data_sizes
+from mlnb.data.limits import MAX_CATEGORIES, MAX_LINE_BYTES
 from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.errors import MlnbError, MlnbWarning
+
+
+# csv refuses a field beyond 131,072 characters by default: a valid document of a few hundred KB (a long
+# article in one cell) would be "malformed". Raised to the bound of every line a reader holds (a bounded,
+# C long-safe value, not sys.maxsize), never lowered below what another caller set.
+csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 
 
 @dataclass(frozen=True)
@@ -144,14 +152,15 @@ def _text_lines(path: Path, encoding: str) -> Iterator[str]:
     binary = open_binary(path)
     lines = io.TextIOWrapper(binary, encoding=codec, errors="strict", newline=None)
     try:
+        bounded = _bounded_lines(path, lines)
         leading = []  # blank lines before the first with content (a header or a record)
-        for line in lines:
+        for line in bounded:
             leading.append(line)
             if line.strip():
                 break
         else:
             raise MlnbError(f"{path}: the file is empty")
-        yield from itertools.chain(leading, lines)
+        yield from itertools.chain(leading, bounded)
     except UnicodeDecodeError:
         line, reason = _decode_error_line(path, codec)
         raise MlnbError(f"{path}:{line}: not valid {encoding} text ({reason}); set data.text.encoding") from None
@@ -159,6 +168,18 @@ def _text_lines(path: Path, encoding: str) -> Iterator[str]:
         raise MlnbError(f"{path}: corrupt or truncated compressed data ({error})") from None
     finally:
         lines.close()
+
+
+def _bounded_lines(path: Path, lines: io.TextIOWrapper) -> Iterator[str]:
+    """The lines of ``lines``, each read at most MAX_LINE_BYTES characters at a time: a longer line (a
+    file without newlines, a binary file) is refused on its line before it is held whole."""
+    number = 0
+    while line := lines.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise MlnbError(f"{path}:{number}: a line of more than {MAX_LINE_BYTES:,} characters; expected lines "
+                            f"(records) of at most {MAX_LINE_BYTES:,} characters: not a text file?")
+        yield line
 
 
 class _Kept:
@@ -336,13 +357,18 @@ class _Fitting:
         self.terms: set = set()
         self.trained, self.seen = set(), set()
 
-    def add(self, records: Records, train: np.ndarray) -> None:
+    def add(self, records: Records, train: np.ndarray, where: str = "") -> None:
         for i, names in enumerate(records.labels):
             self.seen.update(names)
             if train[i]:
                 self.trained.update(names)
                 if self.analyzer is not None:
                     self.terms.update(self.analyzer(records.texts[i]))
+        # the labels found set the number of categories: bounded as they are collected, not once all are held
+        if len(self.seen) > MAX_CATEGORIES + len(self.reading.negative_labels):
+            line = f":{records.numbers[-1]}" if where and records.numbers else ""
+            raise MlnbError(f"{where or 'text data'}{line}: more than {MAX_CATEGORIES:,} distinct labels so far; "
+                            f"expected at most {MAX_CATEGORIES:,} categories (a text column as the label column?)")
 
     def result(self, first: Path, last: Path) -> TextFit:
         """Categories = the distinct labels of all documents, sorted, less ``negative_labels``; one
@@ -362,11 +388,14 @@ class _Fitting:
                                       "as categories without training documents (no model can learn them; listed as "
                                       "untrainable)"), stacklevel=3)
         vocabulary = None
+        categories = sorted(self.seen - negative)
+        check_data_sizes(str(first), n_categories=len(categories),
+                         n_features=len(self.terms) if self.analyzer is not None else None)
         if self.analyzer is not None:
             if not self.terms:
                 raise MlnbError(_EMPTY_VOCABULARY)
             vocabulary = {term: j for j, term in enumerate(sorted(self.terms))}
-        return TextFit(sorted(self.seen - negative), vocabulary)
+        return TextFit(categories, vocabulary)
 
 
 def fit_text(parts: Sequence[tuple[Sequence[Path], Callable[[np.ndarray], np.ndarray] | None]],
@@ -389,7 +418,7 @@ def fit_text(parts: Sequence[tuple[Sequence[Path], Callable[[np.ndarray], np.nda
             for records in text_records(path, reading, batch):
                 ids = file_ids(k, len(files), len(records.texts), position)
                 position += ids.size
-                fitting.add(records, np.ones(ids.size, dtype=bool) if is_train is None else is_train(ids))
+                fitting.add(records, np.ones(ids.size, dtype=bool) if is_train is None else is_train(ids), str(path))
             if position == 0:
                 raise MlnbError(f"{path}: no documents")
     return fitting.result(parts[0][0][0], parts[-1][0][0])

@@ -17,14 +17,14 @@ independent of each other and of the train/test split (seeds are below 2^32).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from mlnb.data.hashing import hash_unit
-from mlnb.data.stream import Chunk, ChunkSource, Partition
+from mlnb.data.stream import Chunk, ChunkSource, SelectedSource
 
 #: what a bucket is for -> p of its seed seed + p·2^32 (the train/test split itself uses p = 0)
 PURPOSES = {"validation": 1, "sweep": 2, "sample": 3}
@@ -88,37 +88,6 @@ class InMemoryDocuments:
         return InMemoryDocuments(self.X[rows], self.Y[rows], self.ids[rows], self.category_names)
 
 
-class SelectedSource(ChunkSource):
-    """The documents of ``source`` that ``bucket`` selects, chunk by chunk (ids and lines kept)."""
-
-    def __init__(self, source: ChunkSource, bucket: Bucket):
-        self.source, self.bucket = source, bucket
-        self.n_features = source.n_features
-        self.category_names = source.category_names
-        self.feature_names = source.feature_names
-        self.name = source.name
-
-    @property
-    def n_documents(self) -> int | None:
-        return None  # known only after reading
-
-    @property
-    def expected_documents(self) -> int | None:
-        total = self.source.expected_documents
-        share = self.bucket.hi - self.bucket.lo
-        return None if total is None else round(total * (share if self.bucket.inside else 1 - share))
-
-    def partitions(self) -> list[Partition]:
-        return self.source.partitions()
-
-    def read(self, partition: Partition, chunk_size: int) -> Iterator[Chunk]:
-        return self.source.read_where(partition, chunk_size, self.bucket.mask)
-
-    def read_where(self, partition: Partition, chunk_size: int,
-                   keep: Callable[[np.ndarray], np.ndarray]) -> Iterator[Chunk]:
-        return self.source.read_where(partition, chunk_size, lambda ids: self.bucket.mask(ids) & keep(ids))
-
-
 @dataclass(frozen=True, eq=False)
 class StreamedDocuments:
     """Documents read in chunks of ``chunk_size`` from ``source`` (here, or by Dask workers, one
@@ -142,7 +111,8 @@ class StreamedDocuments:
         return list(self.source.category_names)
 
     def select(self, bucket: Bucket) -> StreamedDocuments:
-        return StreamedDocuments(SelectedSource(self.source, bucket), self.chunk_size, self.shuffle_buffer)
+        share = (bucket.hi - bucket.lo) if bucket.inside else 1 - (bucket.hi - bucket.lo)
+        return StreamedDocuments(SelectedSource(self.source, bucket.mask, share), self.chunk_size, self.shuffle_buffer)
 
     def chunks(self) -> Iterator[Chunk]:
         return self.source.chunks(self.chunk_size)

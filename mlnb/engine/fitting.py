@@ -44,6 +44,10 @@ from mlnb.models._linear import prior_log_odds
 from mlnb.models.registry import CountRequest
 
 
+class NoTrainingDocuments(MlnbError):
+    """A streamed training part turned out empty (known only once it was read)."""
+
+
 @dataclass(eq=False)
 class Fitted:
     """What fitting gives: the estimators and their fit seconds by model name, and the training
@@ -114,8 +118,8 @@ def _fit_streamed(config, specs, documents, seed: int, labels: dict, backend) ->
         counts = backend.map_reduce(count_partition, partitions, reading, counters, combine=operator.add,
                                     description="counting the training documents")
     if counts.n == 0:
-        raise MlnbError(f"{source.name}: no training documents (every document went to the test or validation "
-                        "part, or the data are empty)")
+        raise NoTrainingDocuments(f"{source.name}: no training documents (every document went to the test or "
+                                  "validation part, or the data are empty)")
     counting_seconds = time.perf_counter() - started
     fitted, seconds = {}, {}
     for spec in specs:

@@ -27,9 +27,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb import progress
 from mlnb.backends.tasks import Reading, Scoring, merge_spills, score_partitions
-from mlnb.budget import available_memory, human
+from mlnb.budget import available_memory
 from mlnb.engine.documents import Documents
 from mlnb.errors import MlnbError
 from mlnb.metrics.streaming import ScoreSpill
@@ -147,11 +146,3 @@ def in_memory(scored: Scored) -> Scored:
         scores[name] = S
     scored.close()
     return Scored(n, Y=Y, scores=scores, seconds=scored.seconds)
-
-
-def describe_holding(scored: Scored, limit_bytes: int) -> str:
-    """One sentence for the report: where the evaluation's scores were held."""
-    if scored.in_memory:
-        return "in memory"
-    return f"spilled to disk (more than engine.max_score_memory = {human(limit_bytes)})"
-

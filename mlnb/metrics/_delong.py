@@ -42,7 +42,7 @@ BUCKETS_PER_VALUE = 8
 MAX_BUCKETS = 1 << 21
 
 if HAVE_NUMBA:
-    from mlnb.metrics.ranking import _bucket, _count_below
+    from mlnb.metrics.ranking import _bucket, _bucket_scale, _count_below
 
     @njit(cache=True, nogil=True)
     def _add_components(z, positives, sign, out):
@@ -77,11 +77,7 @@ if HAVE_NUMBA:
                 low = min(low, A[q])
                 high = max(high, A[q])
         T = min(BUCKETS_PER_VALUE * m, MAX_BUCKETS)
-        scale = 1.0
-        if low < high:
-            scale = (T - 0.5) / (high * 0.5 - low * 0.5)  # halves: high − low may overflow
-        elif low > high:  # no finite value
-            low = 0.0
+        low, scale = _bucket_scale(low, high, T)  # finite, never a division by zero (``ranking``)
         first = np.zeros(T + 3, dtype=np.int64)
         for q in range(m):
             first[_bucket(A[q], low, scale, T) + 1] += 1
@@ -287,6 +283,14 @@ if HAVE_NUMBA:
         return out
 
 
+def _kernel_scores(scores, name: str) -> np.ndarray:
+    """The last check before a parallel loop: float32/float64 without NaN (``_inputs.score_array``; the
+    public callers have checked already, so this is one pass that finds nothing)."""
+    from mlnb.metrics._inputs import score_array
+
+    return score_array(scores, name)
+
+
 def _components_numpy(z: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, int]:
     """(V10 or V01 of each document, 2 Σ_i h(X_i)) from scipy's midranks: the numpy path."""
     from scipy.stats import rankdata
@@ -336,6 +340,7 @@ def paired_statistics(scores_a, scores_b, indptr, indices, category_major: bool 
     category k at indices[indptr[k]:indptr[k + 1]] (ascending, no repeats). NaN AUCs without a
     positive or a negative, NaN variance with fewer than two of either."""
     indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+    scores_a, scores_b = _kernel_scores(scores_a, "scores_a"), _kernel_scores(scores_b, "scores_b")
     if use_numba:
         if category_major:
             return _paired_categories(np.ascontiguousarray(scores_a), np.ascontiguousarray(scores_b), indptr, indices)
@@ -349,6 +354,7 @@ def single_statistics(scores, indptr, indices, category_major: bool = False,
                       use_numba: bool = HAVE_NUMBA) -> np.ndarray:
     """(K, 2): the AUC of each column of scores and its DeLong variance (as ``paired_statistics``)."""
     indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+    scores = _kernel_scores(scores, "scores")
     if use_numba:
         if category_major:
             return _single_categories(np.ascontiguousarray(scores), indptr, indices)
@@ -362,6 +368,7 @@ def component_columns(scores, positives, use_numba: bool = HAVE_NUMBA) -> np.nda
     """(n, k): each document's component (V10 for a positive, V01 for a negative) in each of the k
     score columns of one category."""
     positives = np.asarray(positives, np.int64)
+    scores = _kernel_scores(scores, "scores")
     if use_numba:
         return _component_columns(scores, positives)
     return np.column_stack([_components_numpy(scores[:, r], positives)[0] for r in range(scores.shape[1])])
@@ -377,6 +384,7 @@ def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES):
     yields (first k, indptr, indices, [(G, n) scores per score vector]), float32 kept, other
     types as float64. Bad input raises ``MlnbError`` as ``significance`` does."""
     from mlnb.errors import MlnbError
+    from mlnb.metrics._inputs import binary_labels, score_array
 
     k = 0
     while k < K:
@@ -388,7 +396,7 @@ def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES):
         for c in range(G):
             if c:
                 y, *scores = column(k + c)
-            y = np.asarray(y).ravel().astype(bool)
+            y = binary_labels(np.ravel(y), f"category {k + c}: y_true").astype(bool)
             vectors = [np.asarray(s).ravel() for s in scores]
             for s in vectors:
                 if s.size != y.size or s.size != n:
@@ -399,10 +407,10 @@ def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES):
             indptr.append(indptr[-1] + positives.size)
             for r, s in zip(rows, vectors):
                 r.append(s)
-        stacked = [np.stack(r).astype(np.result_type(*map(_score_dtype, r)), copy=False) for r in rows]
-        for s in stacked:
-            if np.isnan(s).any():
-                raise MlnbError("scores contain NaN")
+        stacked = [np.stack(r) for r in rows]
+        # checked before the parallel loop: float32/float64 without NaN (``_inputs``)
+        stacked = [score_array(s, f"categories {k}..{k + G - 1}: scores") for s in stacked]
+        stacked = [s.astype(np.result_type(*map(_score_dtype, r)), copy=False) for s, r in zip(stacked, rows)]
         yield k, np.asarray(indptr, np.int64), np.concatenate(indices).astype(np.int64), stacked
         k += G
 

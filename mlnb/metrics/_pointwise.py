@@ -28,6 +28,7 @@ from scipy.special import expit
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import score_array
 from mlnb.metrics.classification import brier_score, confusion_counts, expected_accuracy, log_loss_from_scores
 
 FIELDS = ("predicted", "tp", "positives", "expected", "log_loss", "brier")
@@ -51,7 +52,7 @@ if HAVE_NUMBA:
                 predicted = 1.0 if np.float64(S[i, k]) >= cut else 0.0
                 z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
                 p = 1.0 / (1.0 + np.exp(-z))
-                b = min(int(p * bins), bins - 1)
+                b = min(int(p * bins), bins - 1) if p >= 0.0 else 0  # in range even for a NaN (refused before)
                 a[0, k] += predicted
                 r[0, b] += 1.0
                 r[1, b] += p
@@ -96,6 +97,10 @@ def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba:
 
     probability_scores : (n × K) log-odds for the probability sums and bins (default: ``scores``)
     """
+    # checked before the parallel loop (the callers have: one pass that finds nothing)
+    scores = score_array(scores, "scores", ndim=2)
+    if probability_scores is not None:
+        probability_scores = score_array(probability_scores, "probability_scores", shape=scores.shape)
     n, K = scores.shape
     Y = sp.csr_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
     Y.eliminate_zeros()

@@ -73,6 +73,7 @@ from scipy.special import digamma
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics.ranking import RankCurve
 
 DEFAULT_BINS = 1 << 16
@@ -105,7 +106,10 @@ class Grid:
         u_low, u_high = self.u_range
         edges = self.inverse(np.linspace(u_low, u_high, self.bins + 1))
         edges[0], edges[-1] = self.low, self.high
-        if not np.all(np.diff(edges) > 0):
+        with np.errstate(divide="ignore", over="ignore"):
+            per_u = np.float64(self.bins) / (np.float64(u_high) - np.float64(u_low))
+        if not np.all(np.diff(edges) > 0) or not 0 < per_u < np.inf:
+            # per_u finite: the kernels' (x/2 − low/2)·per_u must never be 0 · inf = NaN (a bin out of range)
             raise MlnbError(f"Grid: {self.bins} bins are too many for [{self.low}, {self.high}] in float64")
         edges.flags.writeable = False
         object.__setattr__(self, "edges", edges)
@@ -149,8 +153,10 @@ if HAVE_NUMBA:
             return 0
         if x > edges[bins]:
             return bins + 1
+        if not x >= edges[0]:  # NaN (refused before): a bin in range all the same
+            return 0
         if not asinh:
-            return 1 + min(bins - 1, int((x * 0.5 - u_low) * per_u))
+            return 1 + min(bins - 1, max(0, int((x * 0.5 - u_low) * per_u)))
         b = 1 + min(bins - 1, max(0, int((np.arcsinh(x) - u_low) * per_u)))
         while b > 1 and x < edges[b - 1]:
             b -= 1
@@ -202,7 +208,7 @@ if HAVE_NUMBA:
 def count_column(positives: np.ndarray, negatives: np.ndarray, grid: Grid, scores, positions) -> None:
     """Add one category's scores (n,) to the histograms ``positives`` and ``negatives`` (B + 2,)
     in place; ``positions`` are the indices of its positive documents. Scores must hold no NaN."""
-    z = np.asarray(scores)
+    z = score_array(scores, "scores", ndim=1)  # float32/float64 without NaN before the kernel
     positions = np.asarray(positions, dtype=np.int64)
     if HAVE_NUMBA:
         _count_column(positives, negatives, z, positions, *grid._kernel_arguments)
@@ -306,15 +312,12 @@ class BinnedScores:
         """Count one more chunk (m × K) in place; returns self."""
         if sp.issparse(scores):
             raise MlnbError("BinnedScores.add: scores must be a dense m × K array, got a sparse matrix")
-        S = np.asarray(scores)
+        S = score_array(scores, "BinnedScores.add: scores")  # float32/float64 without NaN (``_inputs``)
         if S.ndim != 2 or S.shape[1] != self.n_categories:
             raise MlnbError(f"BinnedScores.add: scores must have shape (m, {self.n_categories}), got {S.shape}")
-        if tuple(Y_true.shape) != S.shape:
-            raise MlnbError(f"BinnedScores.add: Y has shape {tuple(Y_true.shape)} but scores has shape {S.shape}")
-        if S.dtype.kind != "f":
-            S = S.astype(np.float64)
-        if np.isnan(S).any():
-            raise MlnbError("BinnedScores.add: scores contain NaN")
+        if tuple(np.shape(Y_true)) != S.shape:
+            raise MlnbError(f"BinnedScores.add: Y has shape {tuple(np.shape(Y_true))} but scores has shape {S.shape}")
+        binary_labels(Y_true, "BinnedScores.add: Y")
         Y = sp.csc_matrix(Y_true, copy=True)
         Y.sum_duplicates()
         Y.eliminate_zeros()

@@ -84,6 +84,7 @@ from scipy.special import digamma, xlogy
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.data.validate import check_labels, check_scores
+from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics._pointwise import decision_counts, pointwise_sums
 from mlnb.metrics.classification import logit
 from mlnb.metrics.ranking import (_label_column_reader, auc_from_curve, average_precision_from_curve, depth_lift,
@@ -167,7 +168,11 @@ def pooled_rank_metrics(Y_true, scores: np.ndarray, columns=None) -> tuple[float
 
         AUC = (1/PN) Σ_{positives x} [#negatives < x + ½ #negatives = x]
         AP  = (1/P)  Σ_{positives x} #positives ≥ x / #pairs ≥ x
+
+    Scores and labels are checked first (``_inputs``): NaN refused, as by ``roc_auc``.
     """
+    scores = score_array(scores, "scores", ndim=2)
+    Y_true = binary_labels(Y_true, "Y_true", shape=scores.shape)
     Y = (Y_true.toarray() if sp.issparse(Y_true) else np.asarray(Y_true)).astype(bool)
     if columns is None:
         negatives = scores[~Y]  # a copy, sorted in place below
@@ -194,7 +199,10 @@ def pooled_rank_metrics(Y_true, scores: np.ndarray, columns=None) -> tuple[float
 
 def micro_auc(Y_true, scores: np.ndarray) -> float:
     """AUC over all (document, category) pairs pooled: each positive counts the negatives
-    scored below it, plus ½ per tie."""
+    scored below it, plus ½ per tie. Scores and labels are refused as by ``roc_auc`` (a NaN score,
+    labels other than 0/1: one MlnbError line naming the argument)."""
+    scores = score_array(scores, "micro_auc: scores", ndim=2)
+    Y_true = binary_labels(Y_true, "micro_auc: Y_true", shape=scores.shape)
     return pooled_rank_metrics(Y_true, scores)[0]
 
 
@@ -206,6 +214,8 @@ def precision_at_k(Y_true, scores: np.ndarray, k: int, columns=None) -> float:
 
     columns : the categories ranked (None: all), in increasing order
     """
+    scores = score_array(scores, "precision_at_k: scores", ndim=2)
+    binary_labels(Y_true, "precision_at_k: Y_true", shape=scores.shape)
     n, K = scores.shape
     ranked = K if columns is None else np.asarray(columns).size
     if n == 0 or ranked == 0:
@@ -270,12 +280,9 @@ def _prevalence(train_prevalence, K: int) -> np.ndarray | None:
 def _score_matrix(values, shape, name: str) -> np.ndarray:
     if sp.issparse(values):
         raise MlnbError(f"{name} must be a dense n × K array, got a sparse matrix")
-    values = np.asarray(values)
-    if values.shape != shape:
-        raise MlnbError(f"{name} has shape {values.shape} but scores has shape {shape}")
-    if np.isnan(values).any():
-        raise MlnbError(f"{name} contain NaN")
-    return values
+    if np.shape(values) != shape:
+        raise MlnbError(f"{name} has shape {np.shape(values)} but scores has shape {shape}")
+    return score_array(values, name)  # float32/float64 without NaN (``_inputs``)
 
 
 def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float = 0.5,
@@ -299,7 +306,8 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise MlnbError(f"top_k must be a positive integer, got {top_k!r}")
     Y_true = check_labels(Y_true, "Y_true")  # the one check of labels and scores, as everywhere they enter
-    scores = check_scores(scores, "scores", Y_true.shape)
+    # then the metrics' own: float16 → float32, int64 only when exact in float64 (``_inputs``)
+    scores = score_array(check_scores(scores, "scores", Y_true.shape), "scores")
     n, K = scores.shape
     if n == 0 or K == 0:
         raise MlnbError(f"Y_true and scores: nothing to evaluate ({n} documents × {K} categories)")
@@ -384,7 +392,9 @@ def reliability_table(Y_true, scores: np.ndarray) -> pd.DataFrame:
     """The reliability bins (count, mean predicted probability, observed rate) of log-odds ``scores``
     over every (document, category) pair: the same table ``evaluate`` makes, for other scores (e.g.
     a model's scores before calibration)."""
-    _, reliability = pointwise_sums(Y_true, np.asarray(scores), 0.0, CALIBRATION_BINS)
+    scores = score_array(scores, "reliability_table: scores", ndim=2)
+    binary_labels(Y_true, "reliability_table: Y_true", shape=scores.shape)
+    _, reliability = pointwise_sums(Y_true, scores, 0.0, CALIBRATION_BINS)
     return _calibration_table(reliability)
 
 

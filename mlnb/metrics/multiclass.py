@@ -76,6 +76,7 @@ import scipy.sparse as sp
 from scipy.special import logsumexp, xlogy
 
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import score_array
 from mlnb.metrics.evaluation import POOLED_KEYS, Evaluation, _ratio, _summary, caller_exclusions, evaluate
 
 #: rows per block in ``class_log_odds`` (bounds its temporaries, whatever n)
@@ -99,7 +100,7 @@ class MulticlassEvaluation(Evaluation):
 def _check_joint(J) -> np.ndarray:
     if sp.issparse(J):
         raise MlnbError("joint scores J must be a dense n × K array, got a sparse matrix")
-    J = np.asarray(J, dtype=np.float64)
+    J = score_array(J, "joint scores J").astype(np.float64, copy=False)  # real, exact, no NaN (``_inputs``)
     if J.ndim != 2 or J.shape[1] < 2:
         raise MlnbError(f"joint scores J must be an n × K array with K ≥ 2 classes, got shape {J.shape}")
     if np.isnan(J).any():

@@ -57,6 +57,7 @@ import scipy.sparse as sp
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import binary_labels, score_array
 
 
 @dataclass(frozen=True)
@@ -98,12 +99,10 @@ def rank_curve(y_true, scores) -> RankCurve:
     score ≥ each, sort the positives' scores alone, and count the positives
     ≥ each threshold by binary search; the negatives are the rest.
     """
-    y = np.asarray(y_true).ravel().astype(bool)
-    s = np.asarray(scores).ravel()
+    y = binary_labels(np.ravel(y_true), "y_true").astype(bool)
+    s = score_array(scores, "scores").ravel()  # float32/float64 without NaN (``_inputs``)
     if y.shape != s.shape:
-        raise ValueError(f"y_true has {y.size} values but scores has {s.size}")
-    if np.isnan(s).any():
-        raise ValueError("scores contain NaN")
+        raise MlnbError(f"y_true has {y.size} values but scores has {s.size}")
     s_sorted = np.sort(s)[::-1]  # descending
     positives = np.sort(s[y])
     # != rather than diff: inf − inf is NaN, which would split a tie of infinities
@@ -156,13 +155,18 @@ def roc_auc(y_true, scores, n_threads: int | None = None):
     ``sklearn.metrics.roc_auc_score(y_true, scores, average=None)``, which raises there instead.
     It never pools the columns: the AUC of all (document, category) pairs pooled is
     ``mlnb.metrics.micro_auc``. ``n_threads`` bounds the threads of the 2-D kernel (default: numba's).
+
+    Scores go through ``mlnb.metrics._inputs.score_array`` first: NaN, complex and object scores are
+    refused in one line, float16 and small integers converted exactly, and int64 scores refused
+    unless every value is exactly representable in float64 (|v| ≤ 2^53): they are not ranked as
+    integers. Labels must be 0/1 (or booleans).
     """
-    if np.ndim(scores) == 2 and not sp.issparse(scores):
+    if sp.issparse(scores):
+        raise MlnbError("roc_auc: scores must be a dense 1-D or 2-D array, got a sparse matrix")
+    scores = score_array(scores, "roc_auc: scores", ndim=(1, 2))
+    if scores.ndim == 2:
         return roc_auc_per_category(y_true, scores, n_threads=n_threads)
-    if sp.issparse(scores) or np.ndim(scores) > 2:
-        raise MlnbError(f"roc_auc: scores must be a dense 1-D or 2-D array, got "
-                        f"{'a sparse matrix' if sp.issparse(scores) else f'{np.ndim(scores)} dimensions'}")
-    return auc_from_curve(rank_curve(y_true, scores))
+    return auc_from_curve(rank_curve(binary_labels(np.ravel(y_true), "roc_auc: y_true"), scores))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +210,32 @@ if HAVE_NUMBA:
         return lo
 
     @njit(cache=True, nogil=True)
+    def _bucket_scale(low, high, T):
+        """(low, scale) of ``_bucket`` for T buckets over the finite range [low, high] (low > high: no
+        finite value). scale is always finite and > 0, whatever the spread: with subnormal or extreme
+        values, high/2 − low/2 can be 0 (5e-324 halves to 0) or so small that (T − ½) over it
+        overflows, and 0 · inf = NaN made a NaN bucket, an index out of bounds and a lost division by
+        zero in the parallel loop. Then scale = 1: the whole finite range of A lies in bucket 1 (it
+        spans less than 2), ordered by the sort inside it; exact, as any non-decreasing bucket is."""
+        if not low <= high:  # no finite value (or a NaN, which the callers refuse)
+            return 0.0, 1.0
+        span = high * 0.5 - low * 0.5  # halves: high − low may overflow, their halves cannot
+        if span > 0.0:
+            scale = (T - 0.5) / span
+            if scale < np.inf:
+                return low, scale
+        return low, 1.0
+
+    @njit(cache=True, nogil=True)
     def _bucket(x, low, scale, T):
-        return int(min(max((x * 0.5 - low * 0.5) * scale, -1.0), T) + 1.0)
+        """The bucket (0 … T + 1) of x: non-decreasing in x, −inf in 0 and +inf in T + 1; in range for
+        any x, NaN included (bucket 0), so no caller can index out of bounds with it."""
+        if x == np.inf:
+            return T + 1
+        if not x > -np.inf:  # −inf or NaN
+            return 0
+        v = (x * 0.5 - low * 0.5) * scale  # finite · finite ≥ 0: ±inf at worst (overflow), never NaN
+        return int(min(max(v, -1.0), T) + 1.0)
 
     @njit(cache=True, nogil=True)
     def _column_auc(z, positive):
@@ -239,11 +267,7 @@ if HAVE_NUMBA:
                     low = min(low, x)
                     high = max(high, x)
         T = AUC_BUCKETS_PER_VALUE * m
-        scale = 1.0
-        if low < high:
-            scale = (T - 0.5) / (high * 0.5 - low * 0.5)  # halves: high − low may overflow, their halves cannot
-        elif low > high:  # no finite value
-            low = 0.0
+        low, scale = _bucket_scale(low, high, T)  # finite, never a division by zero
         first = np.zeros(T + 3, dtype=np.int32)  # counting sort: first[v] = #{a: bucket(a) < v}
         for j in range(m):
             first[_bucket(values[j], low, scale, T) + 1] += 1
@@ -319,14 +343,9 @@ def roc_auc_per_category(Y_true, scores, n_threads: int | None = None, use_numba
     dense); NaN where a column has no positive or no negative. In parallel over groups of columns."""
     if sp.issparse(scores):
         raise MlnbError("roc_auc: scores must be a dense n × K array, got a sparse matrix")
-    S = np.asarray(scores)
-    if S.dtype.kind not in "fiub":
-        raise MlnbError(f"roc_auc: scores must be numbers, got dtype {S.dtype}")
-    if S.dtype not in (np.float32, np.float64):
-        S = S.astype(np.float64)
-    y_shape = Y_true.shape if sp.issparse(Y_true) else np.shape(Y_true)
-    if tuple(y_shape) != S.shape:
-        raise MlnbError(f"roc_auc: y_true has shape {tuple(y_shape)} but scores has shape {S.shape}")
+    # checked before the parallel loop: float32/float64 without NaN, 0/1 labels of the same shape
+    S = score_array(scores, "roc_auc: scores", ndim=2)
+    Y_true = binary_labels(Y_true, "roc_auc: y_true", shape=S.shape)
     n, K = S.shape
     if K == 0:
         return np.empty(0)
@@ -532,7 +551,8 @@ def _ranking_sums_numpy(Y, S, columns) -> np.ndarray:
 def label_ranking_sums(Y_true, scores, columns=None, use_numba: bool = HAVE_NUMBA) -> np.ndarray:
     """(3,) Σ_i LRAP_i, Σ_i coverage_i, Σ_i loss_i over the documents (module docstring), over the
     categories ``columns`` (None: all) of n × K scores: sums, so that chunks of documents add up."""
-    S = np.asarray(scores)
+    S = score_array(scores, "scores", ndim=2)  # before the parallel loop: a NaN would make rank 0 there
+    binary_labels(Y_true, "Y_true", shape=S.shape)
     n, K = S.shape
     keep = np.zeros(K, dtype=bool)
     keep[np.arange(K) if columns is None else np.asarray(columns, dtype=np.int64)] = True

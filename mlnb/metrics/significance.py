@@ -74,6 +74,7 @@ import scipy.sparse as sp
 from scipy.stats import binomtest, chi2, norm
 
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics._delong import column_blocks, component_columns, paired_statistics
 from mlnb.metrics.ranking import _positives_by_column
 
@@ -116,14 +117,12 @@ MCNEMAR_EXACT_MAX = 25
 
 
 def _labels_and_scores(y_true, score_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """(y (n,) bool, scores (n, k) float64 without NaN)."""
-    y = np.asarray(y_true).ravel().astype(bool)
-    s = np.asarray(score_matrix, dtype=np.float64)
+    """(y (n,) bool, scores (n, k) float64 without NaN), checked by ``_inputs``."""
+    y = binary_labels(np.ravel(y_true), "y_true").astype(bool)
+    s = score_array(score_matrix, "scores", ndim=(1, 2)).astype(np.float64, copy=False)
     s = s.reshape(-1, 1) if s.ndim == 1 else s
-    if s.ndim != 2 or s.shape[0] != y.size:
+    if s.shape[0] != y.size:
         raise MlnbError(f"y_true has {y.size} values but the scores have shape {s.shape}")
-    if np.isnan(s).any():
-        raise MlnbError("scores contain NaN")
     return y, s
 
 
@@ -175,8 +174,8 @@ def _test_columns(statistics: np.ndarray, index=None) -> pd.DataFrame:
 
 
 def _dense_scores(scores, name: str) -> np.ndarray:
-    s = scores.toarray() if sp.issparse(scores) else np.asarray(scores)
-    s = s if s.dtype in (np.float32, np.float64) else s.astype(np.float64)  # float32 as it is: no copy
+    """float32 (as it is: no copy) or float64 n × K scores without NaN (``_inputs.score_array``)."""
+    s = score_array(scores.toarray() if sp.issparse(scores) else scores, name)
     s = s.reshape(-1, 1) if s.ndim == 1 else s
     if s.ndim != 2:
         raise MlnbError(f"{name} must be an n × K matrix, got shape {s.shape}")
@@ -196,8 +195,7 @@ def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if a.shape != b.shape or Y.shape != a.shape:
         raise MlnbError(f"Y_true {Y.shape}, scores_a {a.shape} and scores_b {b.shape} must have one shape")
-    if np.isnan(a).any() or np.isnan(b).any():
-        raise MlnbError("scores contain NaN")
+    binary_labels(Y, "Y_true")  # 0/1: the kernels read every nonzero as a positive
     indptr, indices = _positives_by_column(Y if sp.issparse(Y) else Y.astype(bool), a.shape[1])
     return _delong_table(paired_statistics(a, b, indptr, indices), a.shape[1], categories)
 

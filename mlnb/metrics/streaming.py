@@ -67,6 +67,7 @@ import scipy.sparse as sp
 
 from mlnb import progress
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import score_array
 from mlnb.metrics._pointwise import FIELDS, decision_counts, pointwise_sums
 from mlnb.metrics.binned import Grid, auc_from_histograms, average_precision_from_histograms, count_column
 from mlnb.metrics.classification import logit
@@ -113,15 +114,10 @@ def _chunk_scores(scores, K: int, dtype, where: str) -> np.ndarray:
     """The chunk's scores as an (m × K) C-ordered array of ``dtype``, or MlnbError."""
     if sp.issparse(scores):
         raise MlnbError(f"{where}: scores must be a dense m × K array, got a sparse matrix")
-    S = np.asarray(scores)
+    S = score_array(scores, f"{where}: scores")  # real numbers without NaN, exact as float64 (``_inputs``)
     if S.ndim != 2 or S.shape[1] != K:
         raise MlnbError(f"{where}: scores must have shape (m, {K}), got {S.shape}")
-    if S.dtype.kind not in "fiu":
-        raise MlnbError(f"{where}: scores must be numbers, got dtype {S.dtype}")
-    S = np.ascontiguousarray(S, dtype=dtype)
-    if np.isnan(S).any():
-        raise MlnbError(f"{where}: scores contain NaN")
-    return S
+    return np.ascontiguousarray(S, dtype=dtype)
 
 
 @dataclass
@@ -583,6 +579,21 @@ class ScoreSpill:
         return y
 
 
+def _covering_grid(low: float, high: float, bins: int) -> Grid:
+    """A linear grid over every finite pooled score [low, high], widened where float64 cannot cut that
+    range into ``bins`` (one value, none, or a spread of a few ulps such as 0 and 5e-324): any grid
+    that holds every value gives a correct binned AUC and bound, only a looser one."""
+    if not low < high:  # one finite value, or none: any grid holds it in one bin
+        low, high = (low - 1.0, low + 1.0) if np.isfinite(low) else (-1.0, 1.0)
+    for pad in (0.0, 1.0, 2.0 ** 64):
+        try:
+            return Grid(low - pad, high + pad, bins, spacing="linear")
+        except MlnbError:  # too narrow for float64, or widened beyond it
+            continue
+    largest = float(np.finfo(np.float64).max)
+    return Grid(-largest, largest, bins, spacing="linear")
+
+
 def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 101, curve_categories=(),
                      n_threads: int | None = None, *, train_prevalence=None,
                      micro_bins: int = MICRO_BINS) -> Evaluation:
@@ -612,10 +623,7 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
     q = _prevalence(train_prevalence, K)
     pooled = sums.pooled
     grid = fpr_grid(roc_points)
-    low, high = sums.score_range
-    if not low < high:  # one finite value, or none: any grid holds it in one bin
-        low, high = (low - 1.0, low + 1.0) if np.isfinite(low) else (-1.0, 1.0)
-    micro_grid = Grid(low, high, int(micro_bins), spacing="linear")
+    micro_grid = _covering_grid(*sums.score_range, int(micro_bins))
     histograms = {}  # thread id -> (positives, negatives) of the pooled scores
     lock = threading.Lock()
 

@@ -43,6 +43,7 @@ from scipy.stats import norm
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import caller_exclusions
 from mlnb.metrics._delong import column_blocks, single_statistics
@@ -54,6 +55,10 @@ BOOTSTRAP_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "macro_pr
 #: bound on the (n × B) weight block of resamples processed together (float64 entries)
 WEIGHT_BLOCK_ENTRIES = 1 << 24
 MAX_RESAMPLES_PER_BLOCK = 32
+#: fewest resamples of a percentile interval: its ends are interpolated between replicates, and a
+#: single replicate makes both ends that one value, a zero-width interval at any level whatever the
+#: data (a stable 95 % interval needs hundreds; the default is 200)
+MIN_BOOTSTRAP = 2
 
 
 def bootstrap_indices(n: int, n_boot: int, seed: int = 0) -> Iterator[np.ndarray]:
@@ -378,11 +383,10 @@ def bootstrap_replicates(Y_true, scores, decisions=None, threshold: float = 0.5,
         raise MlnbError(f"bootstrap metrics {unknown} unknown; choose from {', '.join(BOOTSTRAP_METRICS)}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise MlnbError(f"n_boot must be a positive integer, got {n_boot!r}")
-    scores = np.asarray(scores)
-    if scores.ndim != 2 or Y_true.shape != scores.shape:
-        raise MlnbError(f"Y_true has shape {Y_true.shape} but scores has shape {scores.shape}")
-    if np.isnan(scores).any():
-        raise MlnbError("scores contain NaN")
+    scores = score_array(scores, "scores")  # float32/float64 without NaN, before any kernel (``_inputs``)
+    if scores.ndim != 2 or np.shape(Y_true) != scores.shape:
+        raise MlnbError(f"Y_true has shape {np.shape(Y_true)} but scores has shape {scores.shape}")
+    binary_labels(Y_true, "Y_true")
     n, K = scores.shape
     pooled = np.ones(K, dtype=bool)
     pooled[list(caller_exclusions(exclude, K))] = False
@@ -464,6 +468,10 @@ def bootstrap_intervals(Y_true, scores, decisions=None, threshold: float = 0.5, 
     """
     if not 0 < level < 1:
         raise MlnbError(f"level must be in (0, 1), got {level}")
+    if not isinstance(n_boot, bool) and isinstance(n_boot, (int, np.integer)) and 0 < n_boot < MIN_BOOTSTRAP:
+        raise MlnbError(f"n_boot = {n_boot}: a percentile interval needs at least {MIN_BOOTSTRAP} resamples (one "
+                        "replicate is both ends of the interval: zero width whatever the data); use hundreds, "
+                        "or no intervals at all")
     replicates = bootstrap_replicates(Y_true, scores, decisions, threshold, metrics, n_boot, seed, exclude)
     quantiles = [50 * (1 - level), 50 * (1 + level)]
     intervals = {}
@@ -500,14 +508,12 @@ def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int
     variance is undefined (fewer than two positives or two negatives). All categories at once, in
     parallel on ``n_threads`` numba threads (default: numba's)."""
     _check_level(level)
-    scores = np.asarray(scores)
+    scores = score_array(scores, "scores", ndim=(1, 2))  # float32/float64 without NaN (``_inputs``)
     scores = scores.reshape(-1, 1) if scores.ndim == 1 else scores
-    scores = scores if scores.dtype in (np.float32, np.float64) else scores.astype(np.float64)
+    Y_true = binary_labels(Y_true, "Y_true")
     Y = sp.csc_matrix(Y_true if sp.issparse(Y_true) or np.ndim(Y_true) == 2 else np.reshape(Y_true, (-1, 1)))
     if Y.shape != scores.shape:
         raise MlnbError(f"Y_true has shape {Y.shape} but scores has shape {scores.shape}")
-    if np.isnan(scores).any():
-        raise MlnbError("scores contain NaN")
     indptr, indices = _positives_by_column(Y, scores.shape[1])
     return _wald(_with_threads(lambda: single_statistics(scores, indptr, indices), n_threads), level).reshape(-1, 2)
 

@@ -52,14 +52,21 @@ def check_writable(root: Path, name: str) -> None:
     while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
         missing.append(ancestor)
         ancestor = ancestor.parent
+    created = []  # innermost first, as `missing`
     try:
         for folder in reversed(missing):
-            folder.mkdir()
+            try:
+                folder.mkdir()
+            except FileExistsError:  # 'x/..' once 'x' is made (--out a/x/../../y): there already
+                if not folder.is_dir():
+                    raise
+                continue
+            created.insert(0, folder)
         os.rmdir(tempfile.mkdtemp(prefix=".partial-", dir=parent))
     except OSError as error:
         raise MlnbError(f"{parent}: cannot create the results folder ({error.strerror or error})") from None
     finally:
-        for folder in missing:
+        for folder in created:
             try:
                 folder.rmdir()
             except OSError:  # never created, or someone else wrote into it meanwhile

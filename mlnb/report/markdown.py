@@ -10,6 +10,15 @@ import numpy as np
 from mlnb.config import toml_value
 from mlnb.report.tables import largest_differences, markdown_table, summary_table
 
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
+
+
+def plain(text) -> str:
+    """Text from a config or a data file (a model's label, a category's name) as literal Markdown on one
+    line: line breaks and other control characters become spaces, Markdown's characters are escaped."""
+    words = "".join(c if c.isprintable() else " " for c in str(text)).split()
+    return " ".join(words).translate(_MARKDOWN)
+
 
 def comparison_markdown(comparison, top: int = 10) -> str:
     """One paired comparison as a report section."""
@@ -18,7 +27,7 @@ def comparison_markdown(comparison, top: int = 10) -> str:
     shown = table[["category", "name", "train_pos", "auc_a", "auc_b", "difference", "p_value", "p_holm"]]
     return "\n".join([
         f"## Paired comparison: {comparison.name_a} (a) against {comparison.name_b} (b)", "",
-        f"a = {comparison.label_a}; b = {comparison.label_b}. "
+        f"a = {plain(comparison.label_a)}; b = {plain(comparison.label_b)}. "
         "DeLong's test of the AUC difference per category, p-values Holm-corrected over the "
         f"{len(comparison.table) - counts['not_testable']} testable categories; sign test over the raw "
         "differences (Yang & Liu 1999).", "",
@@ -50,7 +59,7 @@ def _models_markdown(result) -> list[str]:
         decided = ("" if result.config.task == "multiclass" else
                    f"; decides by `{rule}`" + (f", calibrated by `{result.config.eval.calibration}`"
                                                 if result.config.eval.calibration != "none" else ""))
-        lines.append(f"- **{run.name}** — {run.label}; kind `{spec.kind}`"
+        lines.append(f"- **{plain(run.name)}** — {plain(run.label)}; kind `{spec.kind}`"
                      + (f", {', '.join(changed)}" if changed else "") + decided + " (other options at their "
                      "defaults; `config.toml` has all)")
     return lines + [""]
@@ -68,7 +77,7 @@ def _untrainable_line(run, names, policy: str = "keep") -> str | None:
              "prior": "; the study replaced their scores by the training prior (eval.untrainable = 'prior')",
              "keep": ""}[policy]
     return (f"- {run.name}: {len(untrainable)} categories had no positive (or no negative) training document "
-            f"and {what}: {', '.join(names[k] for k in untrainable)}")
+            f"and {what}: {', '.join(plain(names[k]) for k in untrainable)}")
 
 
 def _summary_preamble(result) -> list[str]:
@@ -233,7 +242,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
     untestable = table.index[table["excluded"] == "no test positive or negative"] if "excluded" in table else []
     if len(untestable):
         lines.append(f"- {len(untestable)} categories left out of the macro averages (no positive or no negative "
-                     f"test document): {', '.join(result.category_names[k] for k in untestable)}")
+                     f"test document): {', '.join(plain(result.category_names[k]) for k in untestable)}")
     for run in result.models:
         line = _untrainable_line(run, result.category_names, result.config.eval.untrainable)
         if line:

@@ -97,6 +97,30 @@ def comparison_frame(comparisons) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def pair_file_stems(comparisons) -> list[str]:
+    """One file-name stem per compared pair, distinct even on a case-insensitive file system.
+
+    A pair's stem is ``<a>_vs_<b>``; model names may hold '_', so two pairs can share it (models
+    'x_vs' and 'y' against 'x' and 'vs_y': both 'x_vs_vs_y'), or differ only in case. Stems that no
+    other pair shares stay as they are; each shared one gets '-<pair number>' (1-based, in the
+    order of the comparisons), and more where even that is taken, so that no pair's plot
+    overwrites another's."""
+    stems = [f"{c.name_a}_vs_{c.name_b}" for c in comparisons]
+    folded = [s.casefold() for s in stems]
+    taken = {s for s in folded if folded.count(s) == 1}
+    unique = []
+    for number, (stem, key) in enumerate(zip(stems, folded), start=1):
+        if folded.count(key) == 1:
+            unique.append(stem)
+            continue
+        candidate = f"{stem}-{number}"
+        while candidate.casefold() in taken:
+            candidate += f"-{number}"
+        taken.add(candidate.casefold())
+        unique.append(candidate)
+    return unique
+
+
 def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
     k = result.config.report.category
     made = [plots.accuracy_per_category(result, folder / "accuracy_per_category.png"),
@@ -108,8 +132,7 @@ def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
         made += [plots.confusion_matrix(run, result.category_names, folder / f"confusion_{run.name}.png")
                  for run in result.models]
     colors = plots.study_colors(result)
-    for comparison in result.comparisons:
-        pair = f"{comparison.name_a}_vs_{comparison.name_b}"
+    for comparison, pair in zip(result.comparisons, pair_file_stems(result.comparisons)):
         made += [plots.auc_scatter(result, comparison, folder / f"auc_scatter_{pair}.png"),
                  plots.auc_difference(comparison, folder / f"auc_difference_{pair}.png",
                                       (colors[comparison.name_a], colors[comparison.name_b]))]

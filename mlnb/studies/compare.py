@@ -2,20 +2,46 @@
 
 The test itself (DeLong per category, Holm, sign test) is ``mlnb.metrics.comparison``;
 the scores file is ``mlnb.scores``. Here: pairing two saved models and checking
-that they were evaluated on the same test documents.
+that they were evaluated on the same test documents. ``load_scores`` reads the file
+(``mlnb.scores.load_scores``) and passes every model's scores through the metrics' own
+check (``mlnb.metrics._inputs.score_array``), naming the file and the model: a scores file
+holds whatever its writer put there, and no value of it may reach the compiled kernels
+unchecked (float16 becomes float32, int64 only when exact in float64, NaN is refused).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from mlnb import scores as scores_file
 from mlnb.errors import MlnbError
+from mlnb.metrics._inputs import score_array
 from mlnb.metrics.comparison import Comparison, compare_scores
 from mlnb.metrics.multiclass import class_log_odds
 from mlnb.metrics.significance import mcnemar_test
-from mlnb.scores import SavedRun, load_scores
+from mlnb.scores import SavedRun
 
 __all__ = ["compare_runs", "load_scores"]
+
+
+def _checked_scores(run: SavedRun, where: str) -> SavedRun:
+    """``run`` with each model's scores through ``score_array`` (converted where exact), or MlnbError
+    naming ``where`` and the model."""
+    shape = run.Y_test.shape
+    for key, values in list(run.scores.items()):
+        try:
+            run.scores[key] = score_array(values, f"scores_{key}", ndim=2, shape=shape)
+        except MlnbError as error:
+            raise MlnbError(f"{where}: model {key!r}: {error}") from None
+    return run
+
+
+def load_scores(folder) -> SavedRun:
+    """The saved run of a complete results folder (``mlnb.scores.load_scores``), its scores checked as
+    the metrics check them; MlnbError naming the scores file and the model otherwise."""
+    return _checked_scores(scores_file.load_scores(folder), str(Path(folder) / scores_file.SCORES_FILE))
 
 
 def compare_runs(run_a: SavedRun, key_a: str, run_b: SavedRun, key_b: str, alpha: float = 0.05) -> Comparison:
@@ -31,6 +57,11 @@ def compare_runs(run_a: SavedRun, key_a: str, run_b: SavedRun, key_b: str, alpha
     if run_a.task != run_b.task:
         raise MlnbError(f"{run_a.folder} is a {run_a.task} run and {run_b.folder} a {run_b.task} one: "
                         "their scores do not compare")
+    for run, key in ((run_a, key_a), (run_b, key_b)):  # a SavedRun built in Python, not by load_scores
+        try:
+            run.scores[key] = score_array(run.scores[key], f"scores_{key}", ndim=2, shape=run.Y_test.shape)
+        except MlnbError as error:
+            raise MlnbError(f"{run.folder}: model {key!r}: {error}") from None
     label_a = run_a.labels[key_a] + ("" if run_a is run_b else f" [{run_a.folder.name}]")
     label_b = run_b.labels[key_b] + ("" if run_a is run_b else f" [{run_b.folder.name}]")
     scores_a, scores_b, mcnemar = run_a.scores[key_a], run_b.scores[key_b], None

@@ -97,7 +97,7 @@ def test_probability_scores_feed_the_probability_metrics_only(scored):
     filled = counts > 0
     np.testing.assert_allclose(ev.calibration["mean_predicted"][filled],
                                np.bincount(bins, weights=p.ravel(), minlength=10)[filled] / counts[filled], rtol=1e-12)
-    with pytest.raises(MlnbError, match="probability_scores contain NaN"):
+    with pytest.raises(MlnbError, match="probability_scores: NaN score"):
         evaluate(Y, scores, probability_scores=np.full(Y.shape, np.nan))
     with pytest.raises(MlnbError, match="probability_scores has shape"):
         evaluate(Y, scores, probability_scores=calibrated[:, :3])

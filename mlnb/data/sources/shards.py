@@ -14,13 +14,20 @@ from mlnb.options import option
 class ShardsConfig:
     path: str = option("", "folder of binary shards with their manifest.json, written by `mlnb convert`")
     test_path: str = option("", "optional folder of test shards; empty = a seeded hash split of `path`")
+    verify: bool = option(True, "check every shard file's CRC-32 against the manifest when the shard is first "
+                          "opened (one extra read of the shards, once per process)")
 
 
 def _whole(source):
     """(X, Y, ids) of every document of a shard source."""
+    from mlnb.budget import check_data_sizes
+    from mlnb.data.shards import MANIFEST
     from mlnb.data.stream import concatenate
     from mlnb.errors import MlnbError
 
+    check_data_sizes(f"{source.folder}/{MANIFEST}", n_features=source.n_features, n_categories=source.n_categories,
+                     nnz=int(source.manifest["nnz"]) if isinstance(source.manifest.get("nnz"), int) else None,
+                     n_documents=source.n_documents)
     chunks = list(source.chunks(1_000_000))
     if not chunks:
         raise MlnbError(f"{source.folder}: the shards hold no documents")
@@ -33,10 +40,10 @@ def load(s: ShardsConfig, request: Request):
     from mlnb.data.dataset import Dataset
     from mlnb.data.shards import ShardSource
 
-    train = ShardSource(s.path)
+    train = ShardSource(s.path, verify=s.verify)
     X, Y, ids = _whole(train)
     if s.test_path:
-        X_test, Y_test, test_ids = _whole(ShardSource(s.test_path))
+        X_test, Y_test, test_ids = _whole(ShardSource(s.test_path, verify=s.verify))
         return Dataset.from_train_test(X, Y, X_test, Y_test, category_names=train.category_names,
                                        feature_names=train.feature_names, name=train.name, ids=(ids, test_ids),
                                        split_rule=split(s, request))
@@ -47,13 +54,15 @@ def load(s: ShardsConfig, request: Request):
 def open_streams(s: ShardsConfig, request: Request):
     from mlnb.data.shards import shard_sources
 
-    return shard_sources(s.path, s.test_path or None, seed=request.seed, test_fraction=request.test_fraction)
+    return shard_sources(s.path, s.test_path or None, seed=request.seed, test_fraction=request.test_fraction,
+                         verify=s.verify)
 
 
 def open_whole(s: ShardsConfig, request: Request):
     from mlnb.data.shards import ShardSource
 
-    return ShardSource(s.path), ShardSource(s.test_path) if s.test_path else None
+    return (ShardSource(s.path, verify=s.verify),
+            ShardSource(s.test_path, verify=s.verify) if s.test_path else None)
 
 
 def split(s: ShardsConfig, request: Request) -> str:

@@ -195,6 +195,21 @@ def multinomial_ratios(F, total, clip: bool, complement: bool, factor, alpha: fl
     return out
 
 
+def count_log_odds(F, total, clip: bool, factor, alpha: float, dtype) -> np.ndarray:
+    """W (V × K) = log(F + α) − log(F̄ + α) + log factor_k, F̄ = t − F (clipped at 0 with ``clip``): the
+    log-odds of the count event models whose rates are smoothed counts over a per-category
+    normaliser (multinomial: θ's; Poisson: λ's), in one sweep at the narrowest exact float type."""
+    largest = max(float(total.max(initial=0.0)), 0.0)  # F ≤ total and F̄ ≤ total
+    dtype_r = ratio_dtype(alpha / (largest + alpha) * float(factor.min()),
+                          (largest + alpha) / alpha * float(factor.max()), dtype)
+    if dtype_r is None:  # only for an α near the end of float64's range
+        F_bar = total - F
+        F_bar = np.maximum(F_bar, 0.0) if clip else F_bar
+        W = np.log(F + alpha) - np.log(F_bar + alpha) + np.log(factor)[:, None]  # (K, V)
+        return np.ascontiguousarray(W.T, dtype=dtype)
+    return log_in_place(multinomial_ratios(F, total, clip, True, factor, alpha, dtype_r)).astype(dtype, copy=False)
+
+
 def complement_ratios(F, total, clip: bool, factor, reference, alpha: float, dtype) -> np.ndarray:
     """r (V × K) in ``dtype``: factor_k · reference_w / (F̄_kw + α)."""
     out = np.empty((F.shape[1], F.shape[0]), dtype=dtype)

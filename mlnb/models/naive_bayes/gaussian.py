@@ -6,6 +6,13 @@ Means and variances come from the counts (F2 = Yᵀ·(X∘X), t2 = 1ᵀ·(X∘X)
     μ̄_kw = F̄_kw / N̄_k               σ̄²_kw = F̄2_kw / N̄_k − μ̄²_kw + ε      (F̄2 = t2 − F2)
     ε    = var_smoothing · max_w var(X[:, w])      (scikit-learn's GaussianNB ``epsilon_``)
 
+where that ε is positive; where it is 0 (every column constant, or var_smoothing = 0) a zero
+variance would be divided by and the scores would be ±inf or NaN (scikit-learn's are), so ε is
+floored at ``EPSILON_FLOOR`` · (max_w var(X[:, w]), or 1 when that is 0 too). Every column is
+then constant or has a positive variance: a constant column is centred (below) to μ = μ̄ = 0 and
+contributes nothing, and with no informative column at all a document scores its prior log-odds,
+finite, as scikit-learn's class_log_prior_ would give.
+
 The log-odds are quadratic in x, so W has two rows per feature, for x² and for x:
 
     log-odds_k(x) = Σ_w [A_kw x_w² + C_kw x_w] + b_k
@@ -63,14 +70,22 @@ from mlnb.models.naive_bayes.event_model import EventModel, Weights
 
 # features with |mean| > CENTRE_RATIO · std are scored as x − mean (see above)
 CENTRE_RATIO = 2.0
+#: ε where var_smoothing · max variance is 0, as a share of the largest variance (1 when that is 0):
+#: scikit-learn's default var_smoothing
+EPSILON_FLOOR = 1e-9
 
 
 def epsilon(t: np.ndarray, t2: np.ndarray, n: int, var_smoothing: float) -> float:
-    """ε = var_smoothing · max_w var(X[:, w]) from the column sums t, t2 (V,) of n documents."""
-    if t.size == 0 or n == 0:
+    """ε = var_smoothing · max_w var(X[:, w]) from the column sums t, t2 (V,) of n documents; where that
+    is 0, EPSILON_FLOOR · (max_w var, or 1): always > 0, so no variance is 0 (module docstring)."""
+    if t.size == 0:  # no column: nothing to smooth
         return 0.0
+    if n == 0:
+        return EPSILON_FLOOR
     mean = t / n
-    return var_smoothing * float(np.max(np.maximum(t2 / n - mean * mean, 0.0)))
+    largest = float(np.max(np.maximum(t2 / n - mean * mean, 0.0)))
+    eps = var_smoothing * largest
+    return eps if eps > 0 else EPSILON_FLOOR * (largest if largest > 0 else 1.0)
 
 
 def shift(t: np.ndarray, t2: np.ndarray, n: int) -> np.ndarray:

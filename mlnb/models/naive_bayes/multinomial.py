@@ -45,16 +45,7 @@ def log_odds(F: np.ndarray, total: np.ndarray, prior: np.ndarray, alpha: float, 
     S = F.sum(axis=1) if S is None else S
     S_bar = total.sum() - S  # Σ_w F̄_kw
     factor = (S_bar + alpha * V) / (S + alpha * V)  # (K,): θ's and θ̄'s normalisers
-    largest = max(float(total.max(initial=0.0)), 0.0)  # F ≤ total and F̄ ≤ total
-    dtype_r = fused.ratio_dtype(alpha / (largest + alpha) * float(factor.min()),
-                                (largest + alpha) / alpha * float(factor.max()), dtype)
-    if dtype_r is None:  # only for an α near the end of float64's range
-        F_bar = total - F
-        F_bar = np.maximum(F_bar, 0.0) if clip else F_bar
-        W = np.log(F + alpha) - np.log(F_bar + alpha) + np.log(factor)[:, None]  # (K, V)
-        return np.ascontiguousarray(W.T, dtype=dtype), prior.copy()
-    W = fused.log_in_place(fused.multinomial_ratios(F, total, clip, True, factor, alpha, dtype_r))
-    return W.astype(dtype, copy=False), prior.copy()
+    return fused.count_log_odds(F, total, clip, factor, alpha, dtype), prior.copy()
 
 
 def log_likelihood(F: np.ndarray, log_prior: np.ndarray, alpha: float, S: np.ndarray | None = None,

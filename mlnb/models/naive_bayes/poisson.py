@@ -67,16 +67,7 @@ def log_odds(F: np.ndarray, total: np.ndarray, N: np.ndarray, N_bar: np.ndarray,
     rate_sum_bar = (S_bar + alpha * V) / (N_bar + alpha)  # (K,) Σ_w λ̄_kw
     b = prior - (rate_sum - rate_sum_bar)  # (K,)
     factor = (N_bar + alpha) / (N + alpha)  # (K,): λ's and λ̄'s denominators
-    largest = max(float(total.max(initial=0.0)), 0.0)  # F ≤ total and F̄ ≤ total
-    dtype_r = fused.ratio_dtype(alpha / (largest + alpha) * float(factor.min()),
-                                (largest + alpha) / alpha * float(factor.max()), dtype)
-    if dtype_r is None:  # only for an α near the end of float64's range
-        F_bar = total - F
-        F_bar = np.maximum(F_bar, 0.0) if clip else F_bar
-        W = np.log(F + alpha) - np.log(F_bar + alpha) + np.log(factor)[:, None]  # (K, V)
-        return np.ascontiguousarray(W.T, dtype=dtype), b
-    W = fused.log_in_place(fused.multinomial_ratios(F, total, clip, True, factor, alpha, dtype_r))
-    return W.astype(dtype, copy=False), b
+    return fused.count_log_odds(F, total, clip, factor, alpha, dtype), b
 
 
 def log_likelihood(F: np.ndarray, N: np.ndarray, log_prior: np.ndarray, alpha: float, S: np.ndarray | None = None,
