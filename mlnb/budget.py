@@ -14,6 +14,8 @@ The large arrays, in bytes (n documents, nnz stored values, V features, K catego
     scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics
     ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
     processes    150 MB·n_jobs per model kind fitting categories in parallel (one interpreter each)
+    Dask         n_workers·(230 MB + 16·V·K·M) for a LocalCluster on this machine (each worker holds the
+                 models' W and optimiser state), plus one more copy of the shared state here
 
 Sizes that the data set rather than the config (an svmlight label or index, the labels of a text
 file, a shard manifest, an .npy header, a line's length) pass :func:`check_data_sizes`: the same
@@ -35,6 +37,9 @@ from mlnb.errors import MlnbError
 
 #: what one worker process of joblib costs before it holds any data (numpy, scipy, scikit-learn)
 WORKER_BYTES = 150 * 2**20
+#: what one Dask worker process of a LocalCluster holds after its imports (numpy, scipy, scikit-learn,
+#: numba, distributed), measured ~230 MB RSS on the development machine; its nanny comes on top
+DASK_WORKER_BYTES = 230 * 2**20
 #: the RCV1-v2 corpus, as the rcv1 and lyrl2004 sources hold it
 RCV1_DOCUMENTS, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ = 804_414, 47_236, 103, 60_915_113
 RCV1_TRAIN = 23_149
@@ -134,6 +139,12 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
         if isinstance(n_jobs, int) and n_jobs > 1:
             needs.append(Need(f"{n_jobs} worker processes of {spec.name}", float(WORKER_BYTES * n_jobs),
                               f"models.{spec.name}.n_jobs = {n_jobs}"))
+    engine = getattr(config, "engine", None)
+    if engine is not None and engine.kind == "dask" and config.data.streaming:
+        state = 16.0 * (shape.n_features or 0) * (shape.n_categories or 1) * len(models)  # W and its optimiser's
+        local = 0 if engine.address else engine.n_workers  # a cluster elsewhere holds its copies there
+        needs.append(Need(f"{local} Dask worker processes and the shared model state",
+                          float(local * (DASK_WORKER_BYTES + state) + state), f"engine.n_workers = {engine.n_workers}"))
     return needs
 
 

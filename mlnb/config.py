@@ -432,6 +432,9 @@ def _old_form_error(table: dict, source: str) -> MlnbError | None:
 
 def _check_study(config: StudyConfig, origin: str) -> None:
     """What single keys cannot check: references between models, pairs, the sweep's model."""
+    if config.eval.bootstrap == 1:  # the schema admits 0 (none) and 1..; one replicate is both ends of an interval
+        raise MlnbError(f"{origin}: eval.bootstrap = 1: a single resample gives a zero-width interval; use 0 (no "
+                        "intervals) or at least 2 (200 by default)")
     models = config.study_models()
     if not models:
         raise MlnbError(f"{origin}: no enabled model: give at least one [models.<name>] with enabled = true")

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb.backends.spill import spill_prefix
 from mlnb.backends.tasks import Reading, Scoring, merge_spills, score_partitions
 from mlnb.budget import available_memory
 from mlnb.engine.documents import Documents
@@ -105,7 +106,8 @@ def score_spilled(models: dict, documents: Documents, backend, *, rules: dict, c
     probabilities of ``calibrations`` added to the running sums chunk by chunk."""
     if spill_folder and not Path(spill_folder).is_dir():
         raise MlnbError(f"engine.spill_folder = {spill_folder!r}: no such folder")
-    root = Path(tempfile.mkdtemp(prefix="mlnb-scores-", dir=spill_folder or None))
+    # named by this process and machine, so that a later run removes it if this one is killed
+    root = Path(tempfile.mkdtemp(prefix=spill_prefix(), dir=spill_folder or None))
     try:
         source = documents.source
         scoring = Scoring(Reading(source, documents.chunk_size), models, rules, threshold, top_k, exclude, prior,

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -424,6 +425,15 @@ class ScoreSpill:
             return
         new = max(needed, 2 * old)
         n, itemsize, fd = self.n_documents, self.dtype.itemsize, self._scores.fileno()
+        # the rows grow in place (the file holes fill as they are written): the documents scored so far
+        # and this chunk, K·needed scores, must fit the disk; refused before a byte of them is moved
+        written = self.n_categories * n * itemsize
+        coming = self.n_categories * (needed - n) * itemsize
+        free = shutil.disk_usage(self.folder).free
+        if coming > free:
+            raise MlnbError(f"ScoreSpill {self.folder}: the next {needed - n:,} documents' scores need "
+                            f"{coming / 2**20:,.1f} MiB beside the {written / 2**20:,.1f} MiB written, but the disk "
+                            f"has {free / 2**20:,.1f} MiB free (engine.spill_folder sets where the scores go)")
         self._scores.truncate(self.n_categories * new * itemsize)
         for k in range(self.n_categories - 1, 0, -1):
             for first in range(0, n, GROWTH_BLOCK):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mlnb.backends import LocalBackend
+from mlnb.backends.spill import spill_prefix
 from mlnb.decision import fit_decision_rule
 from mlnb.engine.scoring import fits_in_memory, in_memory, score_in_memory, score_spilled
 from mlnb.models.naive_bayes import NaiveBayes
@@ -18,6 +19,7 @@ def test_spilled_scores_read_back_equal_the_in_memory_ones(documents):
     spilled = score_spilled(models, streamed, LocalBackend(), rules=rules, calibrations={}, threshold=0.5, top_k=2,
                             exclude=None, prior=None, untrainable=np.zeros(0, dtype=int))
     assert not spilled.in_memory and spilled.folder.is_dir()
+    assert spilled.folder.name.startswith(spill_prefix())  # a later run removes it if this process is killed
     folder = spilled.folder
     back = in_memory(spilled)
     assert back.in_memory and not folder.exists()  # the spill is deleted once read back

@@ -127,3 +127,22 @@ def test_config_that_is_a_directory(refused, tmp_path):
     (tmp_path / "study.toml").mkdir()
     refused(f"{tmp_path / 'study.toml'}: is a directory; expected a config file", config=tmp_path / "study.toml")
     refused("is a directory", config=tmp_path / "study.toml", command="show-config")
+
+
+def test_dask_workers_of_a_local_cluster_are_in_the_estimate():
+    streamed = ['data.source="svmlight"', 'data.svmlight.path="x.svm"', "data.svmlight.n_features=47236",
+                "data.svmlight.n_categories=103", "data.streaming=true", 'engine.kind="dask"']
+    config = load_config(None, streamed + ["engine.n_workers=64"])
+    state = 16 * 47236 * 103 * 2  # W and the optimiser's state of nb and lr
+    needs = {n.key: n.bytes for n in estimate(config, *budget.data_shape(config))}
+    assert needs["engine.n_workers = 64"] == 64 * (budget.DASK_WORKER_BYTES + state) + state
+    with pytest.raises(MlnbError, match=r"^engine\.n_workers = 64: the run needs at least"):
+        check_budget(config, available=4 * GIB)
+    remote = load_config(None, streamed + ["engine.n_workers=64", 'engine.address="tcp://127.0.0.1:8786"'])
+    assert {n.key: n.bytes for n in estimate(remote, *budget.data_shape(remote))}["engine.n_workers = 64"] == state
+
+
+def test_one_bootstrap_resample_is_refused_when_the_config_is_loaded():
+    with pytest.raises(MlnbError, match=r"eval\.bootstrap = 1: a single resample gives a zero-width interval"):
+        load_config(None, ["eval.bootstrap=1"])
+    assert load_config(None, ["eval.bootstrap=2"]).eval.bootstrap == 2

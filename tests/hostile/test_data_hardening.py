@@ -7,7 +7,6 @@ import csv
 import errno
 import json
 import os
-import threading
 
 import numpy as np
 import pytest

@@ -277,3 +277,18 @@ def test_compare_refuses_a_scores_file_with_int64_scores_beyond_2_53(tmp_path):
     assert run.scores["a"].dtype == np.float32
     comparison = compare_runs(run, "a", run, "b")
     np.testing.assert_allclose(comparison.table["auc_a"], sklearn_aucs(Y, A.astype(np.float16)), atol=1e-15)
+
+
+def test_a_spill_without_room_on_its_disk_is_refused_before_writing(tmp_path, monkeypatch):
+    """The test scores on disk grow with the documents: a disk without room for the next chunk's is one
+    line naming the folder and engine.spill_folder, before anything of that chunk is written."""
+    from mlnb.metrics import streaming
+
+    spill = ScoreSpill(tmp_path / "spill", 3)
+    monkeypatch.setattr(streaming.shutil, "disk_usage", lambda path: SimpleNamespace(total=10**6, used=10**6 - 1000,
+                                                                                      free=1000))
+    Y = sp.csr_matrix(np.eye(3, dtype=np.int8)[np.arange(5000) % 3])
+    with pytest.raises(MlnbError, match=r"ScoreSpill .*spill: the next 5,000 documents' scores need .* but the disk has "
+                                        r"0\.0 MiB free \(engine\.spill_folder"):
+        spill.append(Y, np.zeros((5000, 3), dtype=np.float32))
+    assert spill.n_documents == 0
