@@ -34,7 +34,9 @@ OPTIONS = {"logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"}
            "naive_bayes": {"decision": '"scut"'}}  # a rule learnt from held-out scores
 # one model per streaming kind (named as its kind), and every other NB event model (named as the event model)
 EVENT_MODELS_TOO = {name: ("naive_bayes", {"event_model": f'"{name}"'}) for name in EVENT_MODELS if name != "multinomial"}
-MODELS = {**{kind: (kind, OPTIONS.get(kind, {})) for kind in STREAMING_KINDS}, **EVENT_MODELS_TOO}
+# and the full-batch solver of a kind that has one: L-BFGS on gradients summed over the chunks, the same optimum
+FULL_BATCH = {"lbfgs": ("logistic", {"solver": '"lbfgs"', "l2": "0.01", "tol": "1e-8", "lbfgs_memory": "30"})}
+MODELS = {**{kind: (kind, OPTIONS.get(kind, {})) for kind in STREAMING_KINDS}, **EVENT_MODELS_TOO, **FULL_BATCH}
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +93,10 @@ def test_the_same_documents_on_every_engine(results):
 @pytest.mark.parametrize("engine", ["streamed", "dask"])
 def test_every_kind_and_event_model_gives_the_in_memory_answer(results, name, engine):
     memory, other = results["memory"].model(name), results[engine].model(name)
-    fits_from = KINDS[MODELS[name][0]].fits_from
+    fits_from = "full_batch" if name in FULL_BATCH else KINDS[MODELS[name][0]].fits_from
     auc_memory = memory.evaluation.per_category["auc"].to_numpy(dtype=float)
     auc_other = other.evaluation.per_category["auc"].to_numpy(dtype=float)
-    if fits_from == "counts" or engine == "streamed":  # counts add exactly; one process, one minibatch order
+    if fits_from in ("counts", "full_batch") or engine == "streamed":  # sums; one process, one minibatch order
         np.testing.assert_allclose(auc_other, auc_memory, rtol=0, atol=1e-9, equal_nan=True)
         np.testing.assert_allclose(other.scores, memory.scores, rtol=1e-6, atol=1e-5)
         assert (other.decisions != memory.decisions).nnz == 0
@@ -103,6 +105,8 @@ def test_every_kind_and_event_model_gives_the_in_memory_answer(results, name, en
     if fits_from == "minibatch" and engine == "dask":  # parameter mixing of 2 trainers: close, never a collapse
         assert other.evaluation.summary["macro_auc"] == pytest.approx(memory.evaluation.summary["macro_auc"],
                                                                       abs=0.02)
+    if fits_from == "full_batch" and engine == "dask":  # gradients summed in the same pairwise tree: the same bits
+        np.testing.assert_array_equal(other.model.weights_, results["streamed"].model(name).model.weights_)
 
 
 def test_scut_decisions_equal_on_every_engine(results):

@@ -117,6 +117,23 @@ def finished_naive_bayes(estimator: NaiveBayes, counts: NBCounts | None, n_featu
     return estimator
 
 
+def sum_partition(partition: Partition, reading: Reading, binarize_input: bool, function, args: tuple):
+    """Σ over the partition's chunks of ``function(X, Y, *args)``, pairwise in chunk order (None: no chunk)."""
+    from itertools import chain
+
+    from mlnb.backends.reduce import tree_reduce
+
+    parts = (function(presence(chunk.X) if binarize_input else chunk.X, chunk.Y, *args)
+             for chunk in reading.chunks(partition))
+    # lazily: at most log2(chunks) partial sums held; None first, as a partition a split left empty adds nothing
+    return tree_reduce(chain([None], parts), add_or_none)
+
+
+def add_or_none(a, b):
+    """a + b, where None (nothing to add) is the identity."""
+    return b if a is None else a if b is None else a + b
+
+
 # -- 2. logistic regression -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class LogisticJob:

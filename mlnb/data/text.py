@@ -282,6 +282,8 @@ def _rows_jsonl(path: Path, lines: Iterator[str], reading: TextReading):
             record = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as error:
             raise MlnbError(f"{path}:{number}: not a JSON object ({error.msg})") from None
+        except RecursionError:
+            raise MlnbError(f"{path}:{number}: not a JSON object of a text and its labels (nested too deeply)") from None
         if not isinstance(record, dict) or reading.text_column not in record or reading.label_column not in record:
             raise MlnbError(f"{path}:{number}: expected a JSON object with keys {reading.text_column!r} and "
                             f"{reading.label_column!r}")

@@ -34,8 +34,9 @@ import numpy as np
 from sklearn.base import clone
 
 from mlnb import progress
-from mlnb.backends.tasks import (Counter, LogisticJob, Reading, TrainingCounts, count_partition,
-                                 finished_naive_bayes, fit_logistic_here, lr_pass_partition, mix, worker_groups)
+from mlnb.backends.tasks import (Counter, LogisticJob, Reading, TrainingCounts, add_or_none, count_partition,
+                                 finished_naive_bayes, fit_logistic_here, lr_pass_partition, mix, sum_partition,
+                                 worker_groups)
 from mlnb.config import StudyConfig, fit_order
 from mlnb.engine.documents import Documents
 from mlnb.errors import MlnbError
@@ -154,6 +155,13 @@ class SourceTrainer:
 
     def naive_bayes(self, request: CountRequest):
         return finished_naive_bayes(request.estimator, self.counts.nb.get(self.name), self.n_features)
+
+    def sum_over_chunks(self, function, *args, binarize_input: bool = False):
+        total = self.backend.map_reduce(sum_partition, self.partitions, self.reading, bool(binarize_input), function,
+                                        args, combine=add_or_none, description="a full pass")
+        if total is None:
+            raise NoTrainingDocuments(f"{self.reading.source.name}: no training documents")
+        return total
 
     def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None, intercept_init=None):
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)

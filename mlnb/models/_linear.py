@@ -143,6 +143,27 @@ def check_fit_shapes(X, Y) -> None:
         raise MlnbError(f"X has 0 features (shape {X_shape}): fitting needs at least one")
     if len(Y_shape) == 2 and Y_shape[1] == 0:
         raise MlnbError(f"Y has 0 categories (shape {Y_shape}): fitting needs at least one")
+    if len(X_shape) == 2:
+        _check_model_size(X_shape[1], Y_shape[1] if len(Y_shape) == 2 else 1)
+
+
+#: bytes per weight that every kind holds at least while it fits: W (float32) and beside it its optimiser's
+#: sums (LR) or its float64 counts (NB)
+BYTES_PER_WEIGHT = 8
+
+
+def _check_model_size(V: int, K: int) -> None:
+    """The model a fit is about to allocate (V × K weights and their state) against the bound of the
+    config key that sizes it and the memory available (``mlnb.budget``), before any of it is allocated."""
+    from mlnb.budget import available_memory, human
+    from mlnb.data.limits import MAX_FEATURES
+
+    if V > MAX_FEATURES:
+        raise MlnbError(f"X has {V} features: at most {MAX_FEATURES} (sparse column indices are 32-bit)")
+    need, available = BYTES_PER_WEIGHT * V * K, available_memory()
+    if available is not None and need > available:
+        raise MlnbError(f"X has {V} features and Y {K} categories: a model of them needs at least {human(need)} "
+                        f"(W and its optimiser's state or counts), more than the {human(available)} available")
 
 
 class LinearMultilabelModel:

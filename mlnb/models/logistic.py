@@ -46,6 +46,13 @@ that compute the same thing), and an updater holding the AdaGrad/SGD state. So b
 
 ``fit`` is ``npasses`` of those passes over the in-memory source and gives, bit for bit, the
 numbers of the engine before the split (same minibatches, same sums in the same order).
+
+With ``solver = "lbfgs"`` the same objective with l1 = 0 is minimised exactly instead, by L-BFGS
+on the full gradient (``lbfgs.py``): a sum over documents, over row blocks in memory or over the
+chunks of a stream (``StreamTrainer.sum_over_chunks``, here or on Dask), so every engine reaches
+the same optimum — scikit-learn's ``LogisticRegression`` per category (multinomial in multiclass)
+at C = 1/(n·l2). The minibatch options (updater, lrate, batch_size, npasses, texp, vexp,
+epsilon, shuffle, kernel) do not apply to it; ``max_iter`` and ``tol`` do.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from sklearn.base import BaseEstimator
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
+from mlnb.models import lbfgs
 from mlnb.models._linear import (
     LinearMultilabelModel,
     as_csr_float32,
@@ -82,6 +90,8 @@ __all__ = ["DIVERGENCE_FACTOR", "LogisticRegression", "average_states"]
 
 #: each task's link: K independent sigmoids, or one softmax over K classes
 LINKS = {"multilabel": "sigmoid", "multiclass": "softmax"}
+#: minibatch: AdaGrad/SGD passes (the engine above); lbfgs: L-BFGS on the full gradient (``lbfgs.py``)
+SOLVERS = ("minibatch", "lbfgs")
 
 
 @dataclass
@@ -110,9 +120,21 @@ class EngineOptions:
 class LogisticOptions(EngineOptions):
     init_from: str = option("", "name of another model of the study (e.g. a naive_bayes one) whose W and b "
                             "start training; empty = W = 0, b = each category's training log-odds")
+    solver: str = option("minibatch", "'minibatch': AdaGrad/SGD passes (the options above); 'lbfgs': L-BFGS on the "
+                         "full gradient, one pass per evaluation, to the exact optimum of (1/n) Σ loss + "
+                         "(l2/2)·‖W‖² (l1 = 0 only)", choices=SOLVERS)
+    max_iter: int = option(500, "solver = 'lbfgs': most L-BFGS iterations (each one or a few passes)", min=1)
+    tol: float = option(1e-6, "solver = 'lbfgs': stop when every |∂f/∂θ| ≤ tol (scikit-learn's gtol)", min=0,
+                        exclusive_min=True)
+    lbfgs_memory: int = option(10, "solver = 'lbfgs': (step, gradient change) pairs kept, 2·m·V·K float64; more "
+                               "pairs, fewer iterations (passes)", min=1)
 
 
 _DEFAULTS = LogisticOptions()
+
+#: L-BFGS needs a smooth objective; OWL-QN (l1) is not implemented
+_LBFGS_NO_L1 = ("solver = 'lbfgs' minimises the l2-regularised objective only; got l1 = {l1}: set l1 = 0, or use "
+                "solver = 'minibatch' for l1")
 
 #: a pass whose mean training loss exceeds this many times the loss of the all-prior model (W = 0,
 #: b = the training log-odds; or of the warm start, if higher) has diverged. Healthy training stays
@@ -183,6 +205,16 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         Decay exponents: step scale t^(−texp); AdaGrad divides by (mean G²)^vexp.
     epsilon : float
         Added to the AdaGrad denominator.
+    solver : {"minibatch", "lbfgs"}
+        "minibatch": the AdaGrad/SGD engine (every option above). "lbfgs": L-BFGS on the full
+        gradient to the exact optimum of (1/n) Σ_i loss_i + (l2/2)·‖W‖² (``lbfgs.py``; l1 must be 0;
+        only l2, max_iter and tol apply).
+    max_iter : int
+        solver = "lbfgs": most iterations.
+    tol : float
+        solver = "lbfgs": stop when max |∇f| ≤ tol.
+    lbfgs_memory : int
+        solver = "lbfgs": pairs L-BFGS keeps (2·lbfgs_memory·V·K float64 in all).
     shuffle : bool
         Visit the documents in a new seeded random order every pass.
     random_state : int
@@ -197,7 +229,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     ----------
     weights_ : (V, K) float32,  bias_ : (K,) float32
     untrainable_categories_ : categories without a positive (or a negative) training document
-    history_ : list of dict, one per pass: training loss (before each update; multilabel:
+    n_iter_ : int, converged_ : bool (solver = "lbfgs"): L-BFGS iterations, and whether it converged
+    history_ : list of dict, one per pass (solver = "lbfgs": one per iteration, with the objective f,
+        the mean training loss at the iterate, max |∇f|, passes and seconds so far): training loss (before each update; multilabel:
         mean log loss per document and category; multiclass: mean cross-entropy per
         document), held-out loss (the same measure) if an ``eval_set`` was given,
         seconds, documents per second, GFLOP/s.
@@ -208,7 +242,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     def __init__(self, updater=_DEFAULTS.updater, lrate=_DEFAULTS.lrate, batch_size=_DEFAULTS.batch_size,
                  npasses=_DEFAULTS.npasses, l1=_DEFAULTS.l1, l2=_DEFAULTS.l2, texp=_DEFAULTS.texp,
                  vexp=_DEFAULTS.vexp, epsilon=_DEFAULTS.epsilon, shuffle=_DEFAULTS.shuffle, random_state=0,
-                 kernel=_DEFAULTS.kernel, task="multilabel"):
+                 kernel=_DEFAULTS.kernel, task="multilabel", solver=_DEFAULTS.solver, max_iter=_DEFAULTS.max_iter,
+                 tol=_DEFAULTS.tol, lbfgs_memory=_DEFAULTS.lbfgs_memory):
         self.updater = updater
         self.lrate = lrate
         self.batch_size = batch_size
@@ -222,6 +257,10 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         self.random_state = random_state
         self.kernel = kernel
         self.task = task
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.lbfgs_memory = lbfgs_memory
 
     @property
     def scores_are_joint_log_likelihoods(self) -> bool:
@@ -235,6 +274,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         return LINKS[self.task]
 
     def _check_params(self, K: int) -> np.ndarray:
+        self._check_solver()
         if self.updater not in UPDATERS:
             raise MlnbError(f"updater must be one of {UPDATERS}, got {self.updater!r}")
         if self.kernel not in KERNELS:
@@ -255,6 +295,27 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         if not (np.all(np.isfinite(lrate)) and np.all(lrate > 0)):
             raise MlnbError(f"lrate must be finite and > 0, got {self.lrate!r}")
         return np.ascontiguousarray(lrate, dtype=np.float32)
+
+    def _check_solver(self) -> None:
+        if self.solver not in SOLVERS:
+            raise MlnbError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.solver != "lbfgs":
+            return
+        for name in ("max_iter", "lbfgs_memory"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, np.integer)) and value >= 1):
+                raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
+        if not (isinstance(self.tol, (int, float, np.number)) and np.isfinite(self.tol) and self.tol > 0):
+            raise MlnbError(f"tol must be a finite number > 0, got {self.tol!r}")
+        if not (np.isfinite(self.l2) and self.l2 >= 0):
+            raise MlnbError(f"l2 must be a finite number >= 0, got {self.l2!r}")
+        if self.l1 != 0:
+            raise MlnbError(_LBFGS_NO_L1.format(l1=self.l1))
+
+    def _minibatch_only(self, what: str) -> None:
+        if self.solver != "minibatch":
+            raise MlnbError(f"{what} is the minibatch engine's; solver = {self.solver!r} fits by fit (or a study's "
+                            "streamed fit)")
 
     def _labels(self, Y, n: int, link: str, n_categories: int | None = None):
         """Y as CSR int8 (n × K): 0/1 (multilabel), or one-hot from labels or a one-hot matrix (multiclass)."""
@@ -361,9 +422,23 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         Raises ``MlnbError`` naming lrate if the weights overflow, or if a pass's mean training
         loss exceeds ``DIVERGENCE_FACTOR`` × that of the all-prior model (or of the start, if
         higher): such a model has diverged, and its scores are no result.
+
+        With ``solver = "lbfgs"``: L-BFGS to the optimum (``fit_full_batch``), from coef_init and
+        intercept_init when given; a scale is refused.
         """
         link = self._link()
         X = as_csr_float32(X)
+        if self.solver == "lbfgs":
+            if scale is not None:
+                raise MlnbError("scale (NB-LR's W = R ∘ W′) is the minibatch engine's; solver = 'lbfgs' fits W")
+            Y = self._labels(Y, X.shape[0], link)
+
+            def sum_over_blocks(function, *args):
+                return lbfgs.sum_in_blocks(X, Y, function, *args)
+
+            return self.fit_full_batch(sum_over_blocks, X.shape[1], Y.shape[1],
+                                       (np.bincount(Y.indices, minlength=Y.shape[1]).astype(np.float64), X.shape[0]),
+                                       coef_init, intercept_init, eval_set)
         Y = self._labels(Y, X.shape[0], link)
         n, V = X.shape
         K = Y.shape[1]
@@ -391,6 +466,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         of categories is fixed by the first call (or by ``category_counts``). With a scale, pass
         it to every call (or once; it is kept).
         """
+        self._minibatch_only("partial_fit")
         link = self._link()
         X = as_csr_float32(X)
         training = getattr(self, "_training", None)
@@ -438,8 +514,29 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         On the same documents in the same order — shuffle = False, or a buffer holding the
         whole stream, and b starting from the same priors — this is ``fit`` exactly, bit for bit.
         Memory: one buffer of chunks, the minibatch, and W, S (V × K each).
+
+        With ``solver = "lbfgs"``: ``fit_full_batch`` over the chunks (one pass per evaluation of
+        f; category_counts required; buffer_chunks, npasses and resume do not apply).
         """
         link = self._link()
+        if self.solver == "lbfgs":
+            if scale is not None or resume:
+                raise MlnbError("scale and resume are the minibatch engine's; solver = 'lbfgs' fits W afresh")
+            if category_counts is None:
+                raise MlnbError("solver = 'lbfgs' needs category_counts = (N, n) to fit a stream")
+
+            def sum_over_stream(function, *args):
+                total = None
+                for chunk in make_chunks():
+                    part = function(chunk.X, chunk.Y, *args)
+                    total = part if total is None else total + part
+                if total is None:
+                    raise MlnbError("the stream (make_chunks) gave no chunk")
+                return total
+
+            return self.fit_full_batch(sum_over_stream, n_features, n_categories,
+                                       self._category_counts(category_counts, n_categories), coef_init,
+                                       intercept_init, eval_set)
         for name, value in (("n_features", n_features), ("n_categories", n_categories)):
             if not (isinstance(value, (int, np.integer)) and value >= 1):
                 raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
@@ -458,6 +555,58 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         for _ in range(passes):
             self._run_pass(training, source, last_pass, eval_set)
         training.kernel.release()
+        return self
+
+    def fit_full_batch(self, sum_over_chunks, n_features: int, n_categories: int, category_counts,
+                       coef_init=None, intercept_init=None, eval_set=None):
+        """Fit W and b by L-BFGS (``solver = "lbfgs"``) from sums over the training documents.
+
+        sum_over_chunks(function, *args) : Σ over every block of training documents (X CSR m ×
+            n_features, Y CSR 0/1 m × n_categories, multiclass one-hot) of ``function(X, Y, *args)``,
+            added with ``+`` (``StreamTrainer.sum_over_chunks``, or row blocks of a matrix); one
+            call is one pass.
+        category_counts : (N (K,), n) of the training documents: the categories that cannot be
+            fitted (no positive or no negative document; multiclass: no document) are left out and
+            get W_k = 0, b_k = their prior log-odds; the others start at coef_init (or 0) and
+            intercept_init (or their priors).
+        """
+        link = self._link()
+        self._check_solver()
+        if self.solver != "lbfgs":
+            raise MlnbError(f"fit_full_batch is solver = 'lbfgs''s; this model has solver = {self.solver!r}")
+        V, K = n_features, n_categories
+        N, n = self._category_counts(category_counts, K)
+        W = np.zeros((V, K)) if coef_init is None else np.array(coef_init, dtype=np.float64)  # (V, K)
+        b = prior_log_odds(N, n, link) if intercept_init is None else np.array(intercept_init, dtype=np.float64)
+        if W.shape != (V, K) or b.shape != (K,):
+            raise MlnbError(f"coef_init must be ({V}, {K}) and intercept_init ({K},); got {W.shape} and {b.shape}")
+        if not (np.isfinite(W).all() and np.isfinite(b).all()):
+            raise MlnbError("coef_init and intercept_init must be finite")
+        untrainable = (N == 0) | (N == n) if link == "sigmoid" else N == 0
+        columns = np.flatnonzero(~untrainable)  # (K′,) the categories optimised
+        self.__dict__.pop("weights_prime_", None)
+        self._training = None  # nothing for partial_fit or get_state to continue
+        units = columns.size if link == "sigmoid" else 1
+        if columns.size:
+            solution = lbfgs.fit_lbfgs(
+                lambda W_, b_: sum_over_chunks(lbfgs.loss_and_gradient, W_, b_, link, columns),
+                W[:, columns], b[columns], float(self.l2), int(self.max_iter), float(self.tol), units,
+                memory=int(self.lbfgs_memory))
+            W[:, columns], b[columns] = solution.W, solution.b
+            self.n_iter_, self.converged_, history = solution.n_iter, solution.converged, solution.history
+        else:
+            self.n_iter_, self.converged_, history = 0, True, []
+        W[:, untrainable] = 0.0
+        b[untrainable] = prior_log_odds(N, n, link)[untrainable]
+        with np.errstate(over="ignore"):
+            self.weights_, self.bias_ = W.astype(np.float32), b.astype(np.float32)  # (V, K), (K,)
+        if not (np.isfinite(self.weights_).all() and np.isfinite(self.bias_).all()):
+            raise MlnbError("the L-BFGS weights overflowed float32: raise l2")
+        self.n_features_in_ = V
+        self.untrainable_categories_ = np.flatnonzero(untrainable)
+        self.history_ = history
+        if eval_set is not None and history:
+            history[-1]["heldout_loss"] = self.mean_log_loss(*eval_set)
         return self
 
     def _run_pass(self, training: _Training, source, last_pass: int | None, eval_set) -> None:
@@ -542,6 +691,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         ``set_state`` on a model with the same task and updater continues from it exactly:
         fit(npasses=1), get_state, set_state, partial_fit equals fit(npasses=2).
         """
+        self._minibatch_only("get_state")
         training = getattr(self, "_training", None)
         if training is None or training.b is None:
             raise MlnbError("get_state needs a trained model: fit, partial_fit, fit_stream or set_state first")
@@ -556,6 +706,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         ``partial_fit`` or ``fit_stream(..., resume=True)`` continue it. The estimator's task and
         updater must be the state's; its other hyperparameters apply from here on. With a scale,
         the state's weights are W′: pass the same scale to the next call."""
+        self._minibatch_only("set_state")
         link = self._link()
         for key in ("task", "updater"):
             if key in state and state[key] != getattr(self, key):
@@ -662,17 +813,32 @@ def _fit_arguments(options: LogisticOptions, fitted: dict, eval_set) -> dict:
 
 
 def _fit_streamed(estimator: LogisticRegression, options: LogisticOptions, fitted: dict, trainer):
-    """``fit`` over a stream: the engine's passes over the chunks, from the weights of ``init_from``
-    when it is set (with ``_fit_arguments``'s checks)."""
+    """``fit`` over a stream: the engine's passes over the chunks (solver = "minibatch"), or L-BFGS on
+    full gradients summed by the trainer, one pass each (solver = "lbfgs"); from the weights of
+    ``init_from`` when it is set (with ``_fit_arguments``'s checks)."""
     start = _fit_arguments(options, fitted, None) if options.init_from else {}  # coef_init, intercept_init
+    if options.solver == "lbfgs":
+        return estimator.fit_full_batch(trainer.sum_over_chunks, trainer.n_features, trainer.n_categories,
+                                        trainer.label_counts(), **start)
     return trainer.minibatch(estimator, **start)
+
+
+def _params(options: LogisticOptions) -> dict:
+    return {**engine_params(options), "solver": options.solver, "max_iter": options.max_iter, "tol": options.tol,
+            "lbfgs_memory": options.lbfgs_memory}
+
+
+def _check_options(options: LogisticOptions, task: str = "multilabel") -> None:
+    """What no single option shows: L-BFGS has no l1."""
+    if options.solver == "lbfgs" and options.l1 != 0:
+        raise MlnbError(_LBFGS_NO_L1.format(l1=options.l1))
 
 
 KIND = ModelKind(
     name="logistic", estimator=LogisticRegression, options=LogisticOptions,
     help="logistic regression for all categories at once, minibatch AdaGrad/SGD (BIDMach's GLM)",
-    describe=lambda o: f"Logistic regression ({o.updater}, all categories"
+    describe=lambda o: f"Logistic regression ({o.updater if o.solver == 'minibatch' else o.solver}, all categories"
                        + (f", from {o.init_from}" if o.init_from else "") + ")",
-    params=engine_params, uses=lambda o: [o.init_from] if o.init_from else [],
+    params=_params, check=_check_options, uses=lambda o: [o.init_from] if o.init_from else [],
     fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"),
     fits_from="minibatch", fit_streamed=_fit_streamed)

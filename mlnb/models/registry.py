@@ -48,7 +48,8 @@ class StreamTrainer(Protocol):
 
     The study makes one counting pass for every model first (label counts and each model's
     ``CountRequest``), then calls each model's hook; ``minibatch`` passes run here (one process,
-    the chunks in order) or on Dask (parameter mixing), as the study's engine says.
+    the chunks in order) or on Dask (parameter mixing), as the study's engine says, and so do the
+    full passes of ``sum_over_chunks`` (a full-batch solver's gradients).
     """
 
     n_features: int
@@ -63,6 +64,12 @@ class StreamTrainer(Protocol):
     def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None,
                   intercept_init=None) -> Any:
         """``engine`` (an unfitted minibatch LogisticRegression) trained by its passes over the source."""
+
+    def sum_over_chunks(self, function, *args, binarize_input: bool = False) -> Any:
+        """Σ over every training chunk of ``function(X, Y, *args)`` (X CSR float32 m × V, presence with
+        ``binarize_input``; Y CSR int8 m × K), added with ``+`` in a fixed pairwise tree, so the sum is
+        the same bits here and on any number of Dask workers: one full pass, e.g. a full gradient.
+        ``function`` and ``args`` must be picklable (a module-level function) to run on Dask."""
 
 
 def _no_counts(estimator) -> CountRequest | None:

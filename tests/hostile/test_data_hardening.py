@@ -7,9 +7,11 @@ import csv
 import errno
 import json
 import os
+import re
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from typer.testing import CliRunner
 
 from mlnb.cli import app
@@ -295,3 +297,31 @@ def test_a_valid_csv_with_a_300_kb_cell_is_read(tmp_path, tiny_config):
     result = invoke("run", tiny_config, "--set", "data.source=text", "--set", f"data.text.path={path}",
                     "--out", tmp_path / "results", "--quiet")
     assert result.exit_code == 0, result.output
+
+
+def test_a_deeply_nested_json_line_is_one_line_naming_the_file_and_line(tmp_path):
+    from mlnb.data.sources import load_dataset
+    from mlnb.config import load_config
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"text": "a b", "label": "x"}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + ', "label": "y"}\n')
+    config = load_config(None, ['data.source="text"', f'data.text.path="{path}"'])
+    with pytest.raises(MlnbError, match=rf"^{re.escape(str(path))}:2: not a JSON object .*nested too deeply"):
+        load_dataset(config.data, 0)
+
+
+@pytest.mark.parametrize("kind", ["naive_bayes", "logistic", "nb_logistic", "linear_svm"])
+def test_a_model_larger_than_memory_or_32_bit_columns_is_refused_before_allocating(kind):
+    """The Python API: X's width (2^31 + 1 columns) or its model's size (2^31 − 1 × 3 × 8 bytes) is refused
+    by the one fit check every kind goes through, instead of an allocation that the kernel kills."""
+    from mlnb.budget import available_memory
+    from mlnb.models import get_kind
+
+    Y = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 1]], dtype=np.int8))
+    for V, message in ((2**31 + 1, "features: at most 2147483647"), (2**31 - 1, "needs at least 48.0 GiB")):
+        if V == 2**31 - 1 and (available_memory() or 0) > 48 * 2**30:
+            continue  # a machine that can hold it
+        X = sp.csr_matrix((np.ones(1, dtype=np.float32), (np.zeros(1, dtype=np.int64), np.array([V - 1]))),
+                          shape=(2, V))
+        with pytest.raises(MlnbError, match=message):
+            get_kind(kind).build(get_kind(kind).options()).fit(X, Y)
