@@ -47,12 +47,13 @@ that compute the same thing), and an updater holding the AdaGrad/SGD state. So b
 ``fit`` is ``npasses`` of those passes over the in-memory source and gives, bit for bit, the
 numbers of the engine before the split (same minibatches, same sums in the same order).
 
-With ``solver = "lbfgs"`` the same objective with l1 = 0 is minimised exactly instead, by L-BFGS
-on the full gradient (``lbfgs.py``): a sum over documents, over row blocks in memory or over the
-chunks of a stream (``StreamTrainer.sum_over_chunks``, here or on Dask), so every engine reaches
+With ``solver = "lbfgs"`` the same objective is minimised exactly instead, by L-BFGS on the full
+gradient (OWL-QN when l1 > 0; ``lbfgs.py``): a sum over documents, over row blocks in memory or over
+the chunks of a stream (``StreamTrainer.sum_over_chunks``, here or on Dask), so every engine reaches
 the same optimum — scikit-learn's ``LogisticRegression`` per category (multinomial in multiclass)
-at C = 1/(n·l2). The minibatch options (updater, lrate, batch_size, npasses, texp, vexp,
-epsilon, shuffle, kernel) do not apply to it; ``max_iter`` and ``tol`` do.
+at C = 1/(n·(l1 + l2)) and l1_ratio = l1/(l1 + l2) (with l1 = 0: C = 1/(n·l2)). The minibatch
+options (updater, lrate, batch_size, npasses, texp, vexp, epsilon, shuffle, kernel) do not apply to
+it; ``max_iter``, ``tol`` and ``lbfgs_memory`` do.
 """
 
 from __future__ import annotations
@@ -121,20 +122,17 @@ class LogisticOptions(EngineOptions):
     init_from: str = option("", "name of another model of the study (e.g. a naive_bayes one) whose W and b "
                             "start training; empty = W = 0, b = each category's training log-odds")
     solver: str = option("minibatch", "'minibatch': AdaGrad/SGD passes (the options above); 'lbfgs': L-BFGS on the "
-                         "full gradient, one pass per evaluation, to the exact optimum of (1/n) Σ loss + "
-                         "(l2/2)·‖W‖² (l1 = 0 only)", choices=SOLVERS)
+                         "full gradient (OWL-QN when l1 > 0), one pass per evaluation, to the exact optimum of "
+                         "(1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁", choices=SOLVERS)
     max_iter: int = option(500, "solver = 'lbfgs': most L-BFGS iterations (each one or a few passes)", min=1)
-    tol: float = option(1e-6, "solver = 'lbfgs': stop when every |∂f/∂θ| ≤ tol (scikit-learn's gtol)", min=0,
+    tol: float = option(1e-6, "solver = 'lbfgs': stop when every |∂f/∂θ| ≤ tol (scikit-learn's gtol; with l1, "
+                        "of the pseudo-gradient)", min=0,
                         exclusive_min=True)
     lbfgs_memory: int = option(10, "solver = 'lbfgs': (step, gradient change) pairs kept, 2·m·V·K float64; more "
                                "pairs, fewer iterations (passes)", min=1)
 
 
 _DEFAULTS = LogisticOptions()
-
-#: L-BFGS needs a smooth objective; OWL-QN (l1) is not implemented
-_LBFGS_NO_L1 = ("solver = 'lbfgs' minimises the l2-regularised objective only; got l1 = {l1}: set l1 = 0, or use "
-                "solver = 'minibatch' for l1")
 
 #: a pass whose mean training loss exceeds this many times the loss of the all-prior model (W = 0,
 #: b = the training log-odds; or of the warm start, if higher) has diverged. Healthy training stays
@@ -207,12 +205,12 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         Added to the AdaGrad denominator.
     solver : {"minibatch", "lbfgs"}
         "minibatch": the AdaGrad/SGD engine (every option above). "lbfgs": L-BFGS on the full
-        gradient to the exact optimum of (1/n) Σ_i loss_i + (l2/2)·‖W‖² (``lbfgs.py``; l1 must be 0;
-        only l2, max_iter and tol apply).
+        gradient (OWL-QN when l1 > 0) to the exact optimum of (1/n) Σ_i loss_i + (l2/2)·‖W‖² +
+        l1·‖W‖₁ (``lbfgs.py``; only l1, l2, max_iter, tol and lbfgs_memory apply).
     max_iter : int
         solver = "lbfgs": most iterations.
     tol : float
-        solver = "lbfgs": stop when max |∇f| ≤ tol.
+        solver = "lbfgs": stop when max |∇f| ≤ tol (with l1: of OWL-QN's pseudo-gradient).
     lbfgs_memory : int
         solver = "lbfgs": pairs L-BFGS keeps (2·lbfgs_memory·V·K float64 in all).
     shuffle : bool
@@ -231,7 +229,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     untrainable_categories_ : categories without a positive (or a negative) training document
     n_iter_ : int, converged_ : bool (solver = "lbfgs"): L-BFGS iterations, and whether it converged
     history_ : list of dict, one per pass (solver = "lbfgs": one per iteration, with the objective f,
-        the mean training loss at the iterate, max |∇f|, passes and seconds so far): training loss (before each update; multilabel:
+        the mean training loss at the iterate, max |∇f|, passes and seconds so far; with l1 also the
+        weights ≠ 0): training loss (before each update; multilabel:
         mean log loss per document and category; multiclass: mean cross-entropy per
         document), held-out loss (the same measure) if an ``eval_set`` was given,
         seconds, documents per second, GFLOP/s.
@@ -307,10 +306,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
                 raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
         if not (isinstance(self.tol, (int, float, np.number)) and np.isfinite(self.tol) and self.tol > 0):
             raise MlnbError(f"tol must be a finite number > 0, got {self.tol!r}")
-        if not (np.isfinite(self.l2) and self.l2 >= 0):
-            raise MlnbError(f"l2 must be a finite number >= 0, got {self.l2!r}")
-        if self.l1 != 0:
-            raise MlnbError(_LBFGS_NO_L1.format(l1=self.l1))
+        for name in ("l1", "l2"):
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise MlnbError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
 
     def _minibatch_only(self, what: str) -> None:
         if self.solver != "minibatch":
@@ -559,7 +557,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
 
     def fit_full_batch(self, sum_over_chunks, n_features: int, n_categories: int, category_counts,
                        coef_init=None, intercept_init=None, eval_set=None):
-        """Fit W and b by L-BFGS (``solver = "lbfgs"``) from sums over the training documents.
+        """Fit W and b by L-BFGS, or OWL-QN when l1 > 0 (``solver = "lbfgs"``), from sums over the training
+        documents.
 
         sum_over_chunks(function, *args) : Σ over every block of training documents (X CSR m ×
             n_features, Y CSR 0/1 m × n_categories, multiclass one-hot) of ``function(X, Y, *args)``,
@@ -573,7 +572,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         link = self._link()
         self._check_solver()
         if self.solver != "lbfgs":
-            raise MlnbError(f"fit_full_batch is solver = 'lbfgs''s; this model has solver = {self.solver!r}")
+            raise MlnbError(f"fit_full_batch fits solver = 'lbfgs'; this model has solver = {self.solver!r}")
         V, K = n_features, n_categories
         N, n = self._category_counts(category_counts, K)
         W = np.zeros((V, K)) if coef_init is None else np.array(coef_init, dtype=np.float64)  # (V, K)
@@ -586,12 +585,13 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         columns = np.flatnonzero(~untrainable)  # (K′,) the categories optimised
         self.__dict__.pop("weights_prime_", None)
         self._training = None  # nothing for partial_fit or get_state to continue
-        units = columns.size if link == "sigmoid" else 1
         if columns.size:
-            solution = lbfgs.fit_lbfgs(
-                lambda W_, b_: sum_over_chunks(lbfgs.loss_and_gradient, W_, b_, link, columns),
-                W[:, columns], b[columns], float(self.l2), int(self.max_iter), float(self.tol), units,
-                memory=int(self.lbfgs_memory))
+            def sum_partial(W_, b_):  # one pass: the Partial of every training document at (W_, b_)
+                return sum_over_chunks(lbfgs.loss_and_gradient, W_, b_, link, columns)
+
+            solution = lbfgs.fit_quasi_newton(sum_partial, W[:, columns], b[columns], float(self.l1), float(self.l2),
+                                              int(self.max_iter), float(self.tol), link, memory=int(self.lbfgs_memory),
+                                              label="LR OWL-QN" if self.l1 > 0 else "LR L-BFGS")
             W[:, columns], b[columns] = solution.W, solution.b
             self.n_iter_, self.converged_, history = solution.n_iter, solution.converged, solution.history
         else:
@@ -828,17 +828,12 @@ def _params(options: LogisticOptions) -> dict:
             "lbfgs_memory": options.lbfgs_memory}
 
 
-def _check_options(options: LogisticOptions, task: str = "multilabel") -> None:
-    """What no single option shows: L-BFGS has no l1."""
-    if options.solver == "lbfgs" and options.l1 != 0:
-        raise MlnbError(_LBFGS_NO_L1.format(l1=options.l1))
-
 
 KIND = ModelKind(
     name="logistic", estimator=LogisticRegression, options=LogisticOptions,
     help="logistic regression for all categories at once, minibatch AdaGrad/SGD (BIDMach's GLM)",
     describe=lambda o: f"Logistic regression ({o.updater if o.solver == 'minibatch' else o.solver}, all categories"
                        + (f", from {o.init_from}" if o.init_from else "") + ")",
-    params=_params, check=_check_options, uses=lambda o: [o.init_from] if o.init_from else [],
+    params=_params, uses=lambda o: [o.init_from] if o.init_from else [],
     fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"),
     fits_from="minibatch", fit_streamed=_fit_streamed)
