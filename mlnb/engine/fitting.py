@@ -9,8 +9,10 @@ declares (``ModelKind.fits_from``), through one ``StreamTrainer`` over the sourc
 
        N = Σ_p N_p,   n = Σ_p n_p,   counts = Σ_p counts_p
 
-2. each model's ``fit_streamed`` hook: from the counts (Naive Bayes, the prior), or by passes of
-   minibatches (``StreamTrainer.minibatch``). Here the engine steps through the chunks in order,
+2. each model's ``fit_streamed`` hook: from the counts (Naive Bayes, the prior), by full passes whose
+   sums a full-batch solver needs (``StreamTrainer.sum_over_chunks``: LR with ``solver = "lbfgs"``,
+   the same fixed reduction tree here and on Dask), or by passes of minibatches
+   (``StreamTrainer.minibatch``). In one process the minibatch engine steps through the chunks in order,
    exactly as through the documents in memory (up to the shuffle, which stays within
    ``data.shuffle_buffer`` chunks; with ``shuffle = false`` it is ``fit`` bit for bit). On Dask
    every worker runs a pass over its partitions from the same state θ and the states are
