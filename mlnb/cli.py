@@ -175,13 +175,33 @@ def _interruptible(command):
             with _signals_as_interrupts(), _one_line_warnings():
                 return command(*args, **kwargs)
         except KeyboardInterrupt as stop:  # the staging folder is gone: atomic_folder removed it
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
+            _interrupted(stop)
         except (typer.Exit, typer.Abort):  # the command's own exit (click's Exit is a RuntimeError)
             raise
         except Exception as error:  # noqa: BLE001  (every other type: one line, exit 2)
+            stop = _interrupt_behind(error)
+            if stop is not None:
+                _interrupted(stop)
             _one_line_error(error)
     return wrapper
+
+
+def _interrupted(stop: KeyboardInterrupt):
+    typer.echo("interrupted", err=True)
+    raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
+
+
+def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt that an error stands for: a signal that arrives inside a compiled (numba) call is
+    raised there and comes back as ``SystemError: ... returned a result with an exception set``, the
+    KeyboardInterrupt as its cause or context."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 @app.command()

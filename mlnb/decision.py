@@ -95,6 +95,11 @@ class DecisionRule:
     validation_metric: np.ndarray | None = None  # (K,) M of this rule's decisions on validation
     fallback: np.ndarray | None = None  # (K,) bool: threshold not learnt (no positive; scutfbr: F < fbr)
 
+    def reads(self, scores, probability_scores=None):
+        """What this rule decides on: a probability cut (``fixed``) reads the calibrated
+        ``probability_scores`` when a calibration gave them; the rank rules read the model's own scores."""
+        return probability_scores if (self.rule == "fixed" and probability_scores is not None) else scores
+
     def decide(self, scores) -> sp.csr_matrix:
         """0/1 decisions (n × K, CSR int8) for ``scores`` (n × K); NaN anywhere is refused."""
         S = check_scores(scores)

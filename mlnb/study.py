@@ -119,18 +119,19 @@ class HeldOut(NamedTuple):
     fit_seconds: float | None
 
 
-def held_out_scores(config: StudyConfig, name: str, train: Documents, seed: int, labels: dict,
-                    backend=None) -> HeldOut:
-    """Scores of training documents by a model that did not train on them, for the decision rule and
-    the calibration to learn from: the held-out part of a seeded hash split of the training
+def held_out_scores(config: StudyConfig, names: list[str], train: Documents, seed: int, labels: dict,
+                    backend=None) -> dict[str, HeldOut]:
+    """Scores of training documents by models that did not train on them, for the decision rules and
+    the calibrations to learn from: the held-out part of a seeded hash split of the training
     documents' ids (``eval.validation = "split"``), or the out-of-fold scores of k hash folds
-    (``mlnb.engine.documents``). The evaluation documents are never seen; the parts are the same
-    documents in memory, streamed and on Dask."""
+    (``mlnb.engine.documents``). Every model of ``names`` is fitted on each part at once (one
+    counting pass per part when streamed). The evaluation documents are never seen; the parts are
+    the same documents in memory, streamed and on Dask."""
     ev = config.eval
     split = ev.validation == "split"
     buckets = validation_buckets(seed, "validation", fraction=ev.validation_fraction if split else None,
                                  folds=None if split else ev.folds)
-    scores, Y, ids, model, seconds = [], [], [], None, None
+    scores, Y, ids, fitted = {name: [] for name in names}, [], [], None
     what = f"eval.validation_fraction = {ev.validation_fraction}" if split else f"eval.folds = {ev.folds}"
     for bucket in buckets:
         held, rest = train.select(bucket), train.select(bucket.complement())
@@ -138,19 +139,20 @@ def held_out_scores(config: StudyConfig, name: str, train: Documents, seed: int,
             raise MlnbError(f"{what} leaves no fitting or no validation documents out of {train.n_documents} "
                             "training documents")
         try:
-            fitted = fit_models(config, [name], rest, seed, labels, backend=backend)
+            fitted = fit_models(config, names, rest, seed, labels, backend=backend)
         except NoTrainingDocuments:  # streamed: known once read
             raise MlnbError(f"{what} leaves no fitting documents among the training documents") from None
-        part = score_in_memory({name: fitted.models[name]}, held)
+        part = score_in_memory({name: fitted.models[name] for name in names}, held)
         if split and part.n_documents == 0:
             raise MlnbError(f"{what} leaves no validation documents among the training documents")
-        model, seconds = fitted.models[name], fitted.seconds[name]
-        scores.append(part.scores[name])
+        for name in names:
+            scores[name].append(part.scores[name])
         Y.append(part.Y)
         ids.append(part.ids)
     order = np.argsort(np.concatenate(ids), kind="stable")  # one order (ascending ids) for every engine
-    return HeldOut(np.vstack(scores)[order], sp.vstack(Y, format="csr")[order], model if split else None,
-                   seconds if split else None)
+    labels_held = sp.vstack(Y, format="csr")[order]
+    return {name: HeldOut(np.vstack(scores[name])[order], labels_held, fitted.models[name] if split else None,
+                          fitted.seconds[name] if split else None) for name in names}
 
 
 def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -202,9 +204,8 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     if needs and ev.validation == "split" and not ev.refit:
         # thresholds fit the split's model, so that model is evaluated — for every model of the study,
         # so that all are compared trained on the same documents (the training part minus the split)
-        for name in evaluated:
-            with progress.status(f"held-out scores of {name} (split)"):
-                held[name] = held_out_scores(config, name, train, seed, labels, backend)
+        with progress.status(f"held-out scores of {', '.join(evaluated)} (split)"):
+            held = held_out_scores(config, evaluated, train, seed, labels, backend)
         fitted = {name: held[name].model for name in evaluated}
         fit_seconds = {name: held[name].fit_seconds for name in evaluated}
         started = time.perf_counter()
@@ -222,14 +223,15 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     exclude = untrainable if ev.untrainable == "exclude" else None
 
     # decide: rules and calibrations learn from held-out scores, before the evaluation documents are scored
-    decisions_of, calibrations, validations = {}, {}, {}
+    missing = [name for name in evaluated if name in needs and name not in held]
+    if missing:
+        with progress.status(f"held-out scores of {', '.join(missing)} ({ev.validation})"):
+            held |= held_out_scores(config, missing, train, seed, labels, backend)
+    decisions_of, calibrations = {}, {}
     for name in evaluated if not multiclass else ():
         rule_name = config.models[name].decision or ev.decision
         validation = calibration = None
         if name in needs:
-            if name not in held:
-                with progress.status(f"held-out scores of {name} ({ev.validation})"):
-                    held[name] = held_out_scores(config, name, train, seed, labels, backend)
             S_val, Y_val = held[name].scores, held[name].labels
             if ev.untrainable == "prior":
                 S_val = _by_prior(S_val, untrainable, prior)
@@ -243,7 +245,6 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
                                                metric=ev.decision_metric, fbr=ev.fbr, fbr_rank=ev.fbr_rank,
                                                rcut_k=ev.rcut_k, train_prevalence=prevalence)
         calibrations[name] = calibration
-        validations[name] = validation
 
     scored = _score(config, {name: fitted[name] for name in evaluated}, evaluation, backend, decisions_of,
                     calibrations, exclude, prior if ev.untrainable == "prior" else None, untrainable)
@@ -333,9 +334,7 @@ def _evaluate(config: StudyConfig, name: str, label: str, estimator, fit_seconds
         if calibration is not None:
             probability_scores = calibration.transform(scores)
             uncalibrated = reliability_table(Y_eval, scores)
-        # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
-        cut_scores = probability_scores if (decision.rule == "fixed" and calibration is not None) else scores
-        decisions = decision.decide(cut_scores)
+        decisions = decision.decide(decision.reads(scores, probability_scores))
         evaluation = evaluate(Y_eval, scores, category_names, threshold=ev.threshold,
                               roc_points=ev.roc_points, top_k=ev.top_k, curve_categories=curve_categories,
                               decisions=decisions, probability_scores=probability_scores, exclude=exclude,

@@ -31,8 +31,12 @@ def _kw(name):
     return lambda args, kwargs, result: kwargs.get(name)
 
 
-def _fraction(args, kwargs, result):  # held_out_scores(config, name, train, ...): share of documents held out
-    return round(result[0].shape[0] / args[2].n_documents, 1)  # a seeded hash split: the share ± a few %
+def _held(result):  # held_out_scores(...) -> {name: HeldOut}: the held-out scores of its first model
+    return next(iter(result.values()))
+
+
+def _fraction(args, kwargs, result):  # held_out_scores(config, names, train, ...): share of documents held out
+    return round(_held(result)[0].shape[0] / args[2].n_documents, 1)  # a seeded hash split: the share ± a few %
 
 
 EVAL_KEYS = {
@@ -46,10 +50,10 @@ EVAL_KEYS = {
     "rcut_k": (2, "fit_decision_rule", _kw("rcut_k")),
     "calibration": ("platt", "fit_calibration", lambda a, k, r: a[0]),
     # k-fold scores every training document and keeps no split model; a split keeps its model
-    "validation": ("kfold", "held_out_scores", lambda a, k, r: "kfold" if r[2] is None and _fraction(a, k, r) == 1
+    "validation": ("kfold", "held_out_scores", lambda a, k, r: "kfold" if _held(r)[2] is None and _fraction(a, k, r) == 1
                    else "split"),
     "validation_fraction": (0.5, "held_out_scores", _fraction),
-    "folds": (3, "held_out_scores", lambda a, k, r: a[0].eval.folds if r[2] is None else None),
+    "folds": (3, "held_out_scores", lambda a, k, r: a[0].eval.folds if _held(r)[2] is None else None),
     # refit: the evaluated model saw every training document (NB counts them)
     "refit": (True, "run_on", lambda a, k, r: r.runs[0].model.n_documents_ == a[1].n_documents),
     "untrainable": ("keep", "evaluate", lambda a, k, r: "keep" if k.get("exclude") is None else None),

@@ -246,11 +246,8 @@ def score_partitions(group: tuple[int, list], scoring: Scoring, root: str) -> di
                     calibration = scoring.calibrations.get(name)
                     probabilities = None if calibration is None else calibration.transform(scores)
                     rule = scoring.rules.get(name)  # None: a rule that cannot decide chunk by chunk (pcut)
-                    # a probability cut reads calibrated probabilities; the rank rules read the model's own scores
-                    cut = probabilities if (rule is not None and rule.rule == "fixed" and calibration is not None) \
-                        else scores
-                    spills[name].append(chunk.Y, scores, decisions=None if rule is None else rule.decide(cut),
-                                        probability_scores=probabilities)
+                    decisions = None if rule is None else rule.decide(rule.reads(scores, probabilities))
+                    spills[name].append(chunk.Y, scores, decisions=decisions, probability_scores=probabilities)
         for spill in spills.values():
             spill.close()
     except BaseException:

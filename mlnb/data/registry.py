@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from mlnb.data.splits import hash_split_rule
+from mlnb._registry import Registry
 from mlnb.errors import MlnbError
 
 if TYPE_CHECKING:
@@ -102,17 +103,9 @@ class SourceKind:
                 raise MlnbError(f"data.{self.name}.{key}: required when data.source = '{self.name}'")
 
 
-SOURCES: dict[str, SourceKind] = {}
-
-
-def register(source: SourceKind) -> SourceKind:
-    if source.name in SOURCES:
-        raise ValueError(f"data source {source.name!r} is registered twice")
-    SOURCES[source.name] = source
-    return source
+SOURCES: Registry[SourceKind] = Registry("source")
+register = SOURCES.add
 
 
 def get_source(name: str, where: str = "data.source") -> SourceKind:
-    if name not in SOURCES:
-        raise MlnbError(f"{where}: unknown source {name!r}; expected one of {', '.join(map(repr, SOURCES))}")
-    return SOURCES[name]
+    return SOURCES.named(name, where)

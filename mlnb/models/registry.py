@@ -14,6 +14,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from mlnb._registry import Registry
 from mlnb.errors import MlnbError
 
 #: how a kind learns from training documents that come as a stream of chunks (``ModelKind.fits_from``)
@@ -167,18 +168,9 @@ class ModelKind:
         return self.estimator(**params)
 
 
-KINDS: dict[str, ModelKind] = {}
-
-
-def register(kind: ModelKind) -> ModelKind:
-    if kind.name in KINDS:
-        raise ValueError(f"model kind {kind.name!r} is registered twice")
-    KINDS[kind.name] = kind
-    return kind
+KINDS: Registry[ModelKind] = Registry("model kind")
+register = KINDS.add
 
 
 def get_kind(name: str, where: str = "kind") -> ModelKind:
-    if name not in KINDS:
-        raise MlnbError(f"{where}: unknown model kind {name!r}; expected one of "
-                        f"{', '.join(map(repr, KINDS))}")
-    return KINDS[name]
+    return KINDS.named(name, where)

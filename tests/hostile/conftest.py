@@ -26,6 +26,15 @@ category = 0
 
 
 @pytest.fixture
+def study_toml():
+    """study_toml(data_table) -> the tiny study's TOML with ``data_table`` (its [data] keys and tables,
+    '[data]' included) in place of its own: one study for every hostile test that needs a file."""
+    def build(data_table: str) -> str:
+        return TINY_STUDY.replace('[data]\nsource = "svmlight"\n', data_table.rstrip("\n") + "\n")
+    return build
+
+
+@pytest.fixture
 def tiny_config(tmp_path) -> Path:
     """A one-model study without plots or bootstrap: the data source comes from --set."""
     path = tmp_path / "tiny.toml"

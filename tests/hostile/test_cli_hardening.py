@@ -138,26 +138,18 @@ def test_out_through_a_folder_that_does_not_exist_yet(tmp_path):
     assert [p.name for p in (tmp_path / "y" / "study").iterdir()][0][:2] == "20"
 
 
-STREAMING_STUDY = """\
-seed = 0
+STREAMING_DATA = """\
 [data]
 source = "svmlight"
 streaming = true
 chunk_size = 40
 [data.svmlight]
 path = "{path}"
-[models.nb]
-kind = "naive_bayes"
-[eval]
-bootstrap = 0
-[report]
-plots = false
-category = 0
 """
 
 
 @pytest.fixture
-def streaming_config(tmp_path) -> Path:
+def streaming_config(tmp_path, study_toml) -> Path:
     rng = np.random.default_rng(0)
     lines = []
     for i in range(200):
@@ -166,7 +158,7 @@ def streaming_config(tmp_path) -> Path:
         lines.append(f"{k} " + " ".join(f"{w}:1" for w in words))
     (tmp_path / "data.svm").write_text("\n".join(lines) + "\n")
     config = tmp_path / "stream.toml"
-    config.write_text(STREAMING_STUDY.format(path=tmp_path / "data.svm"))
+    config.write_text(study_toml(STREAMING_DATA.format(path=tmp_path / "data.svm")))
     return config
 
 

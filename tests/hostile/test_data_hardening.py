@@ -19,24 +19,12 @@ from mlnb.errors import MlnbError
 
 SVM = "0 1:1 2:1\n1 2:1 3:2\n0 1:3\n1 3:1\n" * 5  # 20 documents
 
-SHARDS_STUDY = """\
-seed = 0
-
+SHARDS_DATA = """\
 [data]
 source = "shards"
 
 [data.shards]
 path = "{path}"
-
-[models.nb]
-kind = "naive_bayes"
-
-[eval]
-bootstrap = 0
-
-[report]
-plots = false
-category = 0
 """
 
 
@@ -77,21 +65,21 @@ def n_documents(folder) -> int:
     return concatenate(ShardSource(folder).chunks(100))[0].shape[0]
 
 
-def shards_config(tmp_path, folder):
+def shards_config(tmp_path, folder, study_toml):
     config = tmp_path / "shards.toml"
-    config.write_text(SHARDS_STUDY.format(path=folder))
+    config.write_text(study_toml(SHARDS_DATA.format(path=folder)))
     return config
 
 
 # -- class 2: convert never loses data --------------------------------------------------------------------
-def test_convert_onto_its_own_input_is_refused_and_keeps_it(tmp_path, convert_svm):
+def test_convert_onto_its_own_input_is_refused_and_keeps_it(tmp_path, convert_svm, study_toml):
     out = tmp_path / "shards"
     assert convert_svm(out).exit_code == 0
-    result = invoke("convert", shards_config(tmp_path, out), out, "--overwrite", "--quiet")
+    result = invoke("convert", shards_config(tmp_path, out, study_toml), out, "--overwrite", "--quiet")
     one_line_error(result, str(out), "is or contains the input")
     assert n_documents(out) == 20
     # a folder that holds the input is refused too
-    one_line_error(invoke("convert", shards_config(tmp_path, out), tmp_path, "--overwrite", "--quiet"),
+    one_line_error(invoke("convert", shards_config(tmp_path, out, study_toml), tmp_path, "--overwrite", "--quiet"),
                    "is or contains the input")
     assert n_documents(out) == 20
 
@@ -254,7 +242,7 @@ def test_svmlight_feature_index_beyond_int32_is_one_line(refused, svmlight_args,
             args=svmlight_args(f"0 1:1\n1 2:1\n0 1:1 {index}:1\n"))
 
 
-def test_unreadable_manifest_is_one_line(tmp_path, convert_svm, monkeypatch):
+def test_unreadable_manifest_is_one_line(tmp_path, convert_svm, monkeypatch, study_toml):
     import pathlib
 
     out = tmp_path / "shards"
@@ -267,14 +255,13 @@ def test_unreadable_manifest_is_one_line(tmp_path, convert_svm, monkeypatch):
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(pathlib.Path, "read_text", read_text)
-    config = tmp_path / "shards.toml"
-    config.write_text(SHARDS_STUDY.format(path=out))
+    config = shards_config(tmp_path, out, study_toml)
     one_line_error(invoke("run", config, "--out", tmp_path / "results", "--quiet"), "manifest.json",
                    "Permission denied")
 
 
 # -- class 6: checksums verified, long CSV cells read -----------------------------------------------------
-def test_a_changed_shard_file_is_refused_by_its_checksum(tmp_path, convert_svm):
+def test_a_changed_shard_file_is_refused_by_its_checksum(tmp_path, convert_svm, study_toml):
     out = tmp_path / "shards"
     assert convert_svm(out).exit_code == 0
     path = out / "shard-00002" / "X_data.npy"
@@ -282,7 +269,7 @@ def test_a_changed_shard_file_is_refused_by_its_checksum(tmp_path, convert_svm):
     values[0] = 7.0  # a valid value: no structure check can see the change, only the CRC-32
     values.flush()
     del values
-    one_line_error(invoke("run", shards_config(tmp_path, out), "--out", tmp_path / "results", "--quiet"),
+    one_line_error(invoke("run", shards_config(tmp_path, out, study_toml), "--out", tmp_path / "results", "--quiet"),
                    "shard-00002/X_data.npy: corrupt: its CRC-32 differs from the manifest's")
 
 

@@ -253,3 +253,22 @@ def test_category_names_from_data_cannot_become_formulas(tmp_path, hostile_data,
     (again,) = (tmp_path / "out" / "compare").iterdir()
     _assert_no_formula(again / "comparison.csv")
     assert names <= set(pd.read_csv(again / "comparison.csv", dtype=str).stack())
+
+
+def test_an_interrupt_inside_a_compiled_call_is_still_an_interrupt(capsys):
+    """Ctrl-C that lands inside a numba call comes back as SystemError('... returned a result with an
+    exception set') with the KeyboardInterrupt as its context: still 'interrupted' and exit 130, not exit 2."""
+    import typer
+
+    from mlnb.cli import _interruptible
+
+    def compiled_call_interrupted():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from None
+
+    command = _interruptible(lambda: compiled_call_interrupted())
+    with pytest.raises(typer.Exit) as stop:
+        command()
+    assert stop.value.exit_code == 130 and capsys.readouterr().err.strip() == "interrupted"

@@ -32,6 +32,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from mlnb._registry import Registry
+
 #: the event-model options an ``EventModel`` may read (``EventModel.options``)
 OPTIONS = ("binarize", "mode", "norm", "reference", "var_smoothing", "column_models")
 
@@ -98,14 +100,8 @@ class EventModel:
 
 
 #: every registered event model by name, in the order registered (the option's choices)
-REGISTERED: dict[str, EventModel] = {}
-
-
-def register(model: EventModel) -> EventModel:
-    if model.name in REGISTERED:
-        raise ValueError(f"event model {model.name!r} is registered twice")
-    REGISTERED[model.name] = model
-    return model
+REGISTERED: Registry[EventModel] = Registry("event model")
+register = REGISTERED.add
 
 
 def reading(option: str) -> list[str]:
