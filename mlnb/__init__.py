@@ -14,10 +14,21 @@ _EXPORTS = {"Dataset": "mlnb.data.dataset", "load_svmlight_dataset": "mlnb.data.
             "make_rcv1_like": "mlnb.data.synthetic", "MlnbError": "mlnb.errors", "evaluate": "mlnb.metrics",
             "roc_auc": "mlnb.metrics", "LogisticRegression": "mlnb.models", "NaiveBayes": "mlnb.models",
             "SklearnLogisticRegression": "mlnb.models", "LinearSVM": "mlnb.models.linear_svm",
-            "NBLogisticRegression": "mlnb.models.nb_logistic"}
+            "NBLogisticRegression": "mlnb.models.nb_logistic", "PriorBaseline": "mlnb.models.prior",
+            "Evaluation": "mlnb.metrics", "NotFittedError": "mlnb.models._sklearn"}
+#: submodules reached as attributes (``mlnb.plot.roc``) after a plain ``import mlnb``
+_SUBMODULES = ("plot",)
 
-__all__ = ["Dataset", "LinearSVM", "LogisticRegression", "MlnbError", "NaiveBayes", "NBLogisticRegression",
-           "SklearnLogisticRegression", "evaluate", "load_svmlight_dataset", "make_rcv1_like", "roc_auc",
-           "__version__"]
+__all__ = ["Dataset", "Evaluation", "LinearSVM", "LogisticRegression", "MlnbError", "NaiveBayes",
+           "NBLogisticRegression", "NotFittedError", "PriorBaseline", "SklearnLogisticRegression", "evaluate",
+           "load_svmlight_dataset", "make_rcv1_like", "plot", "roc_auc", "__version__"]
 
-__getattr__, __dir__ = lazy_exports("mlnb", _EXPORTS, globals())
+_export, __dir__ = lazy_exports("mlnb", _EXPORTS, globals())
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"mlnb.{name}")
+    return _export(name)

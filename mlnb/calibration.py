@@ -402,6 +402,20 @@ def fit_calibration(method: str, scores_val=None, Y_val=None, *, target_smoothin
     target_smoothing : Platt's targets (N₊+1)/(N₊+2), 1/(N₋+2) (True) or the 0/1 labels (False)
     eps              : isotonic probabilities kept in [eps, 1 − eps]
     "none" needs no validation data (K is recorded when scores_val is given).
+
+    Scores ten times too confident — log-odds 10·z where z is the truth — get Platt's slope 1/10:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(0, 2, size=(20000, 1))  # true log-odds of 20,000 validation documents, 1 category
+    >>> y = (rng.random(z.shape) < 1 / (1 + np.exp(-z))).astype(int)
+    >>> platt = fit_calibration("platt", 10 * z, y)
+    >>> float(platt.slope[0].round(2))
+    0.1
+    >>> W, b = platt.fold(np.array([[5.0], [1.0]]), np.array([0.0]))  # X·W + b now scores calibrated log-odds
+    >>> W.round(2)
+    array([[0.5],
+           [0.1]])
     """
     if method == "none":
         return IdentityCalibration(n_categories=None if scores_val is None

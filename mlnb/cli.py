@@ -25,7 +25,7 @@ from typing import List, Optional
 
 import typer
 
-from mlnb import progress
+from mlnb import progress, timings
 from mlnb.errors import MlnbError, MlnbWarning
 
 # Everything else is imported inside the command that needs it: mlnb.config alone imports every model
@@ -210,7 +210,10 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
         out: Path = typer.Option(Path("results"), "--out", help="Root folder of the results: the run "
                                  "goes to OUT/<config name>/<timestamp>/."),
         set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
-        quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
+        quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+        profile: bool = typer.Option(False, "--profile", help="Print the seconds of each stage (load, features, "
+                                     "fit per model, decide, score, evaluate, intervals, comparisons, plots, "
+                                     "writing) at the end; summary.json has them always.")) -> None:
     """Train every model of the study, evaluate every category, write a results folder.
 
     The folder holds the resolved config.toml, metrics.csv (model x category),
@@ -230,8 +233,10 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
         check_writable(out, study_config.name)  # before the data: a bad --out fails in a second
         _prepare_engine(study_config)  # and a spill folder that cannot be written
         check_budget(study_config)  # and a run that cannot fit in memory too
-        result = run_study(study_config)
-        folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
+        with timings.recording() as clock:  # the stages of the study, the plots and the writing
+            result = run_study(study_config)
+            with timings.stage("writing"):
+                folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
     except MlnbError as error:
         _fail(error)
     data = result.data
@@ -239,6 +244,10 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
                f"{data['n_features_used']} features, {data['n_categories']} categories")
     typer.echo(format_summary(result))
     typer.echo(f"results: {folder}")
+    if profile:
+        import numba
+
+        typer.echo("\nwhere the time went (--profile):\n" + clock.format(threads=numba.get_num_threads()))
 
 
 @app.command()
@@ -247,7 +256,8 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
             run_b: Optional[Path] = typer.Argument(None, help="A second results folder; none = compare "
                                                    "the two models of RUN_A."),
             model_a: Optional[str] = typer.Option(None, "--model-a", help="Model name in RUN_A (default: its "
-                                                  "second model within one run, else its first)."),
+                                                  "second model within one run, else its first; never a pair of "
+                                                  "identical models: the next pair then)."),
             model_b: Optional[str] = typer.Option(None, "--model-b", help="Model name in RUN_B (default: the "
                                                   "first model within one run, else the same as --model-a)."),
             alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm."),
@@ -258,7 +268,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
     """
     from mlnb.report.folder import check_writable
     from mlnb.report.results import write_comparison
-    from mlnb.studies.compare import compare_runs, load_scores
+    from mlnb.studies.compare import compare_runs, config_diff, default_pair, load_scores
     _imported()
 
     try:
@@ -270,19 +280,50 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
         names = list(first.scores)
         if run_b is None and model_a is None and len(names) < 2:
             raise MlnbError(f"{run_a}: one model only ({names[0]}); name a second run to compare with")
-        key_a = model_a or (names[1] if run_b is None else names[0])
-        key_b = model_b or (names[0] if run_b is None else key_a)
+        if model_a is None and model_b is None:  # never two identical models
+            key_a, key_b = default_pair(first, None if run_b is None else second)
+        else:
+            key_a = model_a or (names[1] if run_b is None else names[0])
+            key_b = model_b or (names[0] if run_b is None else key_a)
         comparison = compare_runs(first, key_a, second, key_b, alpha)
-        folder = write_comparison(comparison, out, sources=[str(run_a)] + ([str(run_b)] if run_b else []))
+        folder = write_comparison(comparison, out, sources=[str(run_a)] + ([str(run_b)] if run_b else []),
+                                  diff=config_diff(first, key_a, second, key_b))
     except MlnbError as error:
         _fail(error)
     counts, sign = comparison.counts(), comparison.sign
-    typer.echo(f"a = {comparison.label_a}\nb = {comparison.label_b}")
+    typer.echo(f"a = {comparison.label_a} ({comparison.name_a})\nb = {comparison.label_b} ({comparison.name_b})")
     typer.echo(f"significantly higher AUC (DeLong, Holm, alpha {alpha:g}): a in {counts['a_significantly_better']}, "
                f"b in {counts['b_significantly_better']}; no significant difference in "
                f"{counts['no_significant_difference']}; not testable {counts['not_testable']}")
     typer.echo(f"sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, p = {sign.p_value:.3g}")
     typer.echo(f"results: {folder}")
+
+
+@app.command()
+@_interruptible
+def runs(folder: Path = typer.Argument(Path("results"), help="A results root (what --out named), or any folder "
+                                       "above results folders."),
+         html: bool = typer.Option(False, "--html", help="Also (re)write FOLDER/index.html, a page linking every "
+                                   "run's report.html (`mlnb run` rewrites it after each run).")) -> None:
+    """List the results folders under FOLDER, oldest first: name, time, data, models, headline metric
+    (macro AUC per model), the --set overrides that made each."""
+    from mlnb.report.html import write_index
+    from mlnb.report.runs import find_runs, format_runs, runs_frame
+    _imported()
+
+    try:
+        if not folder.is_dir():
+            raise MlnbError(f"{folder}: no such folder (a results root, e.g. results/)")
+        entries = find_runs(folder)
+        page = write_index(folder) if html else None
+    except MlnbError as error:
+        _fail(error)
+    if not entries:
+        typer.echo(f"{folder}: no results folders (folders with a summary.json) found")
+    else:
+        typer.echo(format_runs(runs_frame(entries, folder)))
+    if page is not None:
+        typer.echo(f"index: {page}")
 
 
 @app.command()
@@ -294,8 +335,10 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
           out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-sweep/<timestamp>/."),
           quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
-    """Grid or seeded random search over any model's keys (models.<name>.*), scored on a validation
-    split of the training part (never the test part); e.g. the best lrate and batch_size for category 6:
+    """Grid or seeded random search over any model's keys (models.<name>.*), scored on repeated validation
+    splits of the training part (sweep.repeats, mean and spread); the setting chosen by sweep.rule ('best' or
+    'one_standard_error') is written as best.toml, refitted on the whole training part and tested once on
+    the test part. E.g. the best lrate and batch_size for category 6:
     --param models.lr.lrate=0.1,0.3,1 --param models.lr.batch_size=100,1000 --set sweep.metric=auc
     --set sweep.category=6
     """
@@ -303,7 +346,7 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     from mlnb.config import load_config
     from mlnb.metrics.evaluation import LOWER_IS_BETTER
     from mlnb.report.folder import check_writable
-    from mlnb.report.results import write_sweep
+    from mlnb.report.sweep import write_sweep
     from mlnb.studies.sweep import run_sweep
     _imported()
 
@@ -316,15 +359,20 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
         given = {p.split("=", 1)[0].strip(): p for p in study_config.sweep.params}
         given.update({p.split("=", 1)[0].strip(): p for p in param or []})
         result = run_sweep(study_config, list(given.values()))
-        folder = write_sweep(result, out)
+        folder = write_sweep(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
     except MlnbError as error:
         _fail(error)
-    keys = list(result.grid)
-    best_first = result.table.sort_values(result.metric, ascending=result.metric in LOWER_IS_BETTER)
+    keys, metric = list(result.grid), result.metric
+    best_first = result.table.sort_values(metric, ascending=metric in LOWER_IS_BETTER)
     typer.echo(best_first.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     typer.echo("best: " + ", ".join(f"{k} = {result.best[k]}" for k in keys) +
-               f" ({result.metric} {result.best[result.metric]:.4f} on {result.n_validation} validation documents)")
-    typer.echo(f"results: {folder}")
+               f" ({metric} {result.best[metric]:.4f} ± {result.best[metric + '_sd']:.4f} sd over "
+               f"{int(result.best['repeats'])} repeats of {result.n_validation} validation documents; "
+               f"rule {result.rule})")
+    if result.test:
+        typer.echo(f"test: {metric} {result.test['value']:.4f} (refitted on {result.test['n_train']} training "
+                   f"documents, {result.test['n_test']} test documents)")
+    typer.echo(f"results: {folder}  (best.toml: mlnb run {folder / 'best.toml'})")
 
 
 @app.command()
@@ -358,6 +406,40 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
         for metric, sizes in found.items():
             typer.echo(f"{pair}, {metric}: " + (", ".join(f"curves cross at ~{s:,.0f}" for s in sizes)
                                                  or "no crossing"))
+    typer.echo(f"results: {folder}")
+
+
+@app.command()
+@_interruptible
+def bench(config: Path = typer.Argument(..., help="Bench config (TOML): a study config whose [bench] corpora lists "
+                                        "the corpora's study configs, e.g. configs/corpora.toml."),
+          set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP + " E.g. --set bench.curves=true."),
+          out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-bench/<timestamp>/."),
+          quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
+    """The same models on many corpora: a results folder per corpus, then average ranks, the Friedman
+    test (Iman-Davenport F), Nemenyi's critical difference with its diagram and Holm-adjusted Wilcoxon
+    tests across them (Demšar 2006); with bench.curves, learning curves and crossover sizes per corpus."""
+    from mlnb.config import load_config
+    from mlnb.report.bench import ranks_frame, write_bench
+    from mlnb.report.folder import check_writable
+    from mlnb.studies.bench import corpus_configs
+    _imported()
+
+    progress.enable(not quiet)
+    try:
+        bench_config = load_config(config, set_ or [])
+        corpus_configs(bench_config, str(config))  # every corpus config checked before any data is read
+        check_writable(out, f"{bench_config.name}-bench")
+        _prepare_engine(bench_config)
+        result, folder = write_bench(bench_config, out, str(config), command=" ".join(["mlnb"] + sys.argv[1:]))
+    except MlnbError as error:
+        _fail(error)
+    f = result.friedman
+    typer.echo(result.table.to_string(float_format=lambda v: f"{v:.4f}"))
+    typer.echo(ranks_frame(result).drop(columns="label").to_string(float_format=lambda v: f"{v:.4f}"))
+    typer.echo(f"Friedman over {f.n_corpora} corpora, {f.n_models} models: chi2_F = {f.chi2:.3f} (p = {f.chi2_p_value:.3g}), "
+               f"Iman-Davenport F_F = {f.f_statistic:.3f} (p = {f.f_p_value:.3g}); Nemenyi CD = "
+               f"{result.critical_difference:.3f}")
     typer.echo(f"results: {folder}")
 
 
@@ -409,6 +491,33 @@ def show_config(config: Optional[Path] = typer.Argument(None, help="Config file;
         typer.echo(dump_toml(load_config(config, set_ or [])) + "\n" + describe_kinds(), nl=False)
     except MlnbError as error:
         _fail(error)
+
+
+@app.command()
+@_interruptible
+def init(data: Path = typer.Argument(..., help="Your data: a file (svmlight, ARFF, CSV, TSV or JSON lines of texts) "
+                                     "or a folder (one sub-folder of text files per category, text files and a "
+                                     "labels file, a Mulan ARFF pair, shards of `mlnb convert`)."),
+         out: Path = typer.Option(Path("config.toml"), "--out", help="The config file to write."),
+         text_column: str = typer.Option("", "--text-column", help="The column (JSON key) of the texts, when "
+                                         "init cannot tell."),
+         label_column: str = typer.Option("", "--label-column", help="The column (JSON key) of the labels, when "
+                                          "init cannot tell."),
+         label_separator: str = typer.Option("", "--label-separator", help="The separator of several labels in "
+                                             "one cell (e.g. ';'), when init cannot tell."),
+         force: bool = typer.Option(False, "--force", help="Replace an existing --out file.")) -> None:
+    """Look at DATA, print what it holds (format, documents, categories, label column and separator, split)
+    and write a starter config that runs as is: mlnb init DATA && mlnb run config.toml"""
+    from mlnb.starter import Hints, write_starter
+    _imported()
+
+    try:
+        path, lines = write_starter(data, out, Hints(text_column, label_column, label_separator), overwrite=force)
+    except MlnbError as error:
+        _fail(error)
+    for line in lines:
+        typer.echo(line)
+    typer.echo(f"wrote: {path} (run it: mlnb run {path})")
 
 
 def main() -> None:

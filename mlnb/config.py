@@ -27,6 +27,7 @@ from mlnb.data.sources import SOURCES, streaming_sources
 from mlnb.errors import MlnbError
 from mlnb.models import KINDS, get_kind, logistic, naive_bayes, sklearn_logistic
 from mlnb.options import option, section
+from mlnb.tracking import check_tracking
 
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
@@ -77,6 +78,9 @@ class _DataKeys:
                                   "part (a seeded hash of each document's id)",
                                   min=0, max=1, exclusive_min=True, exclusive_max=True)
     max_train_documents: int = option(0, "train on a seeded sample of this many documents; 0 = all", min=0)
+    seed: int = option(-1, "seed of what picks documents: synthetic data, the train/test split, max_train_documents, "
+                       "the validation split or folds (eval.validation, sweep), curve samples; -1 = the study's seed",
+                       min=-1, max=2**32 - 1)
 
 
 #: [data]: the shared keys, then one table per registered source, in registration order
@@ -142,7 +146,9 @@ class EvalConfig:
                          "always refits")
     untrainable: str = option("exclude", "categories without a training positive (or negative): 'exclude' "
                               "them from macro averages, micro pools and comparisons; 'prior': every model "
-                              "scores them by the training prior; 'keep' them as the models scored them",
+                              "scores them by the training prior; 'keep' them in every average: one-vs-rest, "
+                              "as 'prior' (every kind alike, none can learn them); multiclass, as the models "
+                              "scored them",
                               choices=("exclude", "prior", "keep"))
     bootstrap: int = option(200, "bootstrap resamples of the test documents for the confidence intervals "
                             "of the summary metrics; 0 = none", min=0, max=100_000)
@@ -152,7 +158,8 @@ class EvalConfig:
 
 @dataclass
 class ReportConfig:
-    category: int = option(6, "category shown in the ROC and lift plots (index)", min=0)
+    category: int = option(-1, "category shown in the ROC and lift plots (index); -1 = the most frequent category "
+                           "that can be tested (training and test positives and negatives)", min=-1)
     category_name: str = option("", "the same by name (e.g. 'earn'); overrides category when given")
     plots: bool = option(True, "draw the PNG plots")
     top_differences: int = option(10, "categories listed where the compared models differ most", min=0)
@@ -180,10 +187,19 @@ class SweepConfig:
     category: int = option(-1, "category whose metric decides; -1 = the summary metric over all", min=-1)
     model: str = option("auto", "name of the model whose metric decides; auto = the model of the swept keys")
     validation_fraction: float = option(0.2, "share of the training part held out to score settings "
-                                        "(the test part is never used)", min=0, max=1, exclusive_min=True,
+                                        "(the selection never reads the test part)", min=0, max=1, exclusive_min=True,
                                         exclusive_max=True)
     random_samples: int = option(0, "try this many seeded random settings of the grid; 0 = all", min=0,
                                  max=100_000)
+    repeats: int = option(5, "validation splits per setting: repeat r holds out the training documents whose seeded "
+                          "hash (purpose 'sweep', seed + r) falls below validation_fraction; the metric's mean and "
+                          "standard error over the repeats rank the settings", min=1, max=100)
+    rule: str = option("best", "which setting is best: 'best' (the best mean over the repeats) or "
+                       "'one_standard_error' (the first setting of the grid order whose mean is within one standard "
+                       "error of the best mean: list the simpler, more regularised values first)",
+                       choices=("best", "one_standard_error"))
+    test: bool = option(True, "refit the best setting on the whole training part and evaluate it once on the test "
+                        "part (written beside the validation spread, with best.toml)")
 
 
 @dataclass
@@ -199,6 +215,20 @@ class CurveConfig:
 
 
 @dataclass
+class BenchConfig:
+    corpora: list[str] = option([], "`mlnb bench`: study configs of the corpora (paths from the current folder, "
+                                "as data paths are); each gives its [data], [features], task and report.category, "
+                                "this file everything else (models, eval, curve, seed)")
+    set: list[str] = option([], "overrides applied to every corpus after that, e.g. 'data.max_train_documents=2000'")
+    metric: str = option("macro_auc", "the test metric the models are ranked by on each corpus (it must exist for "
+                         "every corpus's task)", choices=SUMMARY_METRICS + MULTICLASS_METRICS)
+    alpha: float = option(0.05, "level of the Friedman test, the Nemenyi critical difference and Holm's adjustment",
+                          min=0, max=1, exclusive_min=True, exclusive_max=True)
+    curves: bool = option(False, "also learning curves of every model on every corpus ([curve] sizes and seeds) "
+                          "and the training size where each compared pair's curves cross (Ng & Jordan 2001)")
+
+
+@dataclass
 class ModelSpec:
     """One model of a study: ``[models.<name>]`` with its kind and that kind's options."""
 
@@ -208,6 +238,11 @@ class ModelSpec:
     enabled: bool = True
     label: str = ""  # empty = the kind's description of its options
     decision: str = ""  # empty = eval.decision
+    random_state: int = -1  # seed of this model's training (minibatch order, initialisation); -1 = the study's seed
+
+    def training_seed(self, default: int) -> int:
+        """The seed this model trains with: its ``random_state``, or ``default`` (the study's seed) when -1."""
+        return self.random_state if self.random_state >= 0 else default
 
     def display_label(self) -> str:
         return self.label or get_kind(self.kind).describe(self.options)
@@ -216,7 +251,8 @@ class ModelSpec:
 #: keys every model table has besides its kind's options
 MODEL_KEYS = {"kind": "model kind (see the list above)", "enabled": "fit and evaluate this model",
               "label": "name in tables and legends; empty = a description of the kind and options",
-              "decision": "this model's decision rule (see eval.decision); empty = eval.decision"}
+              "decision": "this model's decision rule (see eval.decision); empty = eval.decision",
+              "random_state": "seed of this model's training (minibatch order, initialisation); -1 = the study's seed"}
 DEFAULT_MODELS = {"nb": naive_bayes.KIND.name, "lr": logistic.KIND.name}  # the classic study: NB against LR
 
 
@@ -238,6 +274,14 @@ class EngineConfig:
     timeout: float = option(30.0, "dask: seconds to wait for the scheduler (and for workers to appear)",
                             min=0, exclusive_min=True, max=86_400)
     retries: int = option(1, "dask: times a task is retried on another worker when its worker dies", min=0, max=10)
+    mix_every: int = option(16, "dask, engine.minibatch = 'mixing': the workers' parameters are averaged every this many "
+                            "minibatches of each worker (iterative parameter mixing; shards are cut to fit, other "
+                            "sources mix after each file)", min=1, max=1_000_000)
+    minibatch: str = option("one_worker", "dask: where minibatch logistic regression trains: 'one_worker' (one worker "
+                            "runs the one-machine engine over every partition in order: the same numbers as one "
+                            "machine) or 'mixing' (every worker trains on its own partitions and their parameters are "
+                            "averaged every engine.mix_every minibatches: parallel, but not the same model; see "
+                            "experiments/bench_mixing.py)", choices=("one_worker", "mixing"))
     spill_folder: str = option("", "streaming: folder for the test scores on disk while they are evaluated (documents "
                                "× categories float32 per model; deleted after the run); empty = the system's temporary "
                                "folder. On a cluster of several machines it must be a folder every worker and this "
@@ -248,12 +292,26 @@ class EngineConfig:
     max_score_memory: int = option(1024, "engine.scores = 'auto': MiB of test scores (12 bytes per document, category "
                                    "and model) held in memory at most; more are spilled to disk", min=1,
                                    max=2**30)
+    device: str = option("cpu", "where the models are fitted and scored: 'cpu' (the numba engine on every core) or "
+                         "'gpu' (the array engine on CuPy: pip install 'mlnb[gpu]'; studies held in memory; models it "
+                         "cannot fit stay on the CPU); 'array-numpy' runs the GPU engine's code on numpy, for tests",
+                         choices=("cpu", "gpu", "array-numpy"))
+
+
+@dataclass
+class TrackingConfig:
+    mlflow_uri: str = option("", "log every run to MLflow at this tracking URI (e.g. 'file:./mlruns' or "
+                             "'http://host:5000'): params = the flattened config, metrics = the summary, artifacts "
+                             "= the results folder; needs `pip install mlnb[tracking]`; empty = no tracking")
+    experiment: str = option("", "MLflow experiment the runs go to; empty = the study's name")
 
 
 @dataclass
 class StudyConfig:
     name: str = option("", "name of the study; empty = the config file's name")
-    seed: int = option(0, "seed of data generation, split, subsampling and SGD", min=0, max=2**32 - 1)
+    seed: int = option(0, "the one-knob seed: data.seed and every model's random_state where they are -1 (so it sets "
+                       "data generation, split, subsampling and training at once), and the bootstrap", min=0,
+                       max=2**32 - 1)
     task: str = option("multilabel", "'multilabel': any number of categories per document, one-vs-rest; "
                        "'multiclass': exactly one class per document, joint posterior and argmax", choices=TASKS)
     data: DataConfig = section(DataConfig)
@@ -265,6 +323,13 @@ class StudyConfig:
     sweep: SweepConfig = section(SweepConfig)
     curve: CurveConfig = section(CurveConfig)
     engine: EngineConfig = section(EngineConfig)
+    tracking: TrackingConfig = section(TrackingConfig)
+    bench: BenchConfig = section(BenchConfig)
+
+    def data_seed(self, default: int | None = None) -> int:
+        """The seed of what picks documents: ``data.seed``, or when it is -1 ``default`` (the study's
+        ``seed`` when not given)."""
+        return self.data.seed if self.data.seed >= 0 else (self.seed if default is None else default)
 
     def study_models(self) -> list[ModelSpec]:
         """The enabled models, in config order."""
@@ -377,7 +442,8 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
                     f"{kind_origin}: {prefix}kind")
     generic = {}
     for key, key_type, meta in (("enabled", bool, {}), ("label", str, {}),
-                                ("decision", str, {"choices": ("",) + DECISION_RULES})):
+                                ("decision", str, {"choices": ("",) + DECISION_RULES}),
+                                ("random_state", int, {"min": -1, "max": 2**32 - 1})):
         if key in table:
             generic[key] = _check_value(table.pop(key), key_type, meta,
                                         f"{_origin(prefix + key, source, overridden, set_label)}: {prefix}{key}")
@@ -475,6 +541,7 @@ def _check_study(config: StudyConfig, origin: str) -> None:
         _check_multiclass_data(config, origin)
     _check_streaming(config, origin)
     _check_engine(config, origin)
+    check_tracking(config, origin)
     rules = {config.eval.decision} | {spec.decision for spec in models if spec.decision}
     if config.eval.decision_metric != "f1" and "scutfbr" in rules:
         raise MlnbError(f"{origin}: eval.decision_metric = {config.eval.decision_metric!r} with scutfbr: its fallback "
@@ -517,7 +584,18 @@ def _check_streaming(config: StudyConfig, origin: str) -> None:
 
 
 def _check_engine(config: StudyConfig, origin: str) -> None:
-    """engine.address: a Dask scheduler's address, [protocol://]host:port, or empty."""
+    """engine.device (a GPU where it says 'gpu'); engine.address: a Dask scheduler's address,
+    [protocol://]host:port, or empty."""
+    if config.engine.device != "cpu":
+        if config.data.streaming:
+            raise MlnbError(f"{origin}: engine.device = {config.engine.device!r} fits studies held in memory; with "
+                            "data.streaming = true use engine.device = 'cpu'")
+        if config.engine.device == "gpu":
+            from mlnb.engine.array.device import gpu_problem  # imports CuPy: only when a study asks for the GPU
+
+            problem = gpu_problem()
+            if problem:
+                raise MlnbError(f"{origin}: engine.device = 'gpu': {problem}; use engine.device = 'cpu'")
     address = config.engine.address
     if not address:
         return
@@ -691,7 +769,8 @@ def _dump_model(spec: ModelSpec) -> str:
     lines = [f"\n[models.{spec.name}]", f"kind = {toml_value(spec.kind)}  # {kind.help}",
              f"enabled = {toml_value(spec.enabled)}  # {MODEL_KEYS['enabled']}",
              f"label = {toml_value(spec.label)}  # {MODEL_KEYS['label']}",
-             f"decision = {toml_value(spec.decision)}  # {MODEL_KEYS['decision']}"]
+             f"decision = {toml_value(spec.decision)}  # {MODEL_KEYS['decision']}",
+             f"random_state = {toml_value(spec.random_state)}  # {MODEL_KEYS['random_state']}"]
     return "\n".join(lines) + "\n" + dump_toml(spec.options, f"models.{spec.name}.")
 
 
@@ -713,7 +792,8 @@ def config_dict(config) -> dict:
         value = getattr(config, f.name)
         if f.name == "models" and isinstance(config, StudyConfig):
             table[f.name] = {spec.name: {"kind": spec.kind, "enabled": spec.enabled, "label": spec.label,
-                                         "decision": spec.decision, **dataclasses.asdict(spec.options)}
+                                         "decision": spec.decision, "random_state": spec.random_state,
+                                         **dataclasses.asdict(spec.options)}
                              for spec in value.values()}
         elif dataclasses.is_dataclass(value):
             table[f.name] = config_dict(value)

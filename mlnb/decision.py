@@ -143,6 +143,18 @@ def fit_decision_rule(rule: str, scores_val=None, Y_val=None, *, threshold: floa
     scut, scutfbr    need scores_val and Y_val
     pcut             needs train_prevalence (K,), the share of training documents in each category
     rcut             needs nothing
+
+    >>> import numpy as np
+    >>> S_val = np.array([[3., 1.], [2., 4.], [1., 2.], [0., 3.]])  # 4 validation documents × 2 categories
+    >>> Y_val = np.array([[1, 0], [1, 1], [0, 0], [0, 1]])
+    >>> rule = fit_decision_rule("scut", S_val, Y_val)
+    >>> rule.thresholds  # F1 = 1 on both: midway between the lowest accepted and highest rejected score
+    array([1.5, 2.5])
+    >>> rule.decide(np.array([[2.0, 2.0], [1.0, 3.0]])).toarray()
+    array([[1, 0],
+           [0, 1]], dtype=int8)
+    >>> fit_decision_rule("rcut", rcut_k=1).decide(np.array([[0.1, 0.3, -1.0]])).toarray()  # the best one
+    array([[0, 1, 0]], dtype=int8)
     """
     _check_options(rule, threshold, metric, beta, fbr, fbr_rank, rcut_k)
     S = None if scores_val is None else check_scores(scores_val, "scores_val")

@@ -1,8 +1,11 @@
 """The scores file of a results folder: test labels and every model's test scores.
 
 ``mlnb run`` saves it (``report.save_scores``) so that ``mlnb compare`` can later
-pair two runs on the same test documents. It is a NumPy ``.npz`` archive read
-with ``allow_pickle=False``: loading it never runs code.
+pair two runs on the same test documents. It is a compressed NumPy ``.npz`` archive
+(``np.savez_compressed``, deflate) read with ``allow_pickle=False``: loading it never runs code.
+``np.load`` reads compressed and uncompressed archives alike, so the uncompressed files of older
+runs still load. Float32 log-odds have near-random low mantissa bytes, so deflate saves little:
+15% on the quickstart's scores (16.8 MB -> 14.3 MB), the labels and names much more.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def save_scores(path: Path, Y_test, scores: dict, labels: dict, category_names, 
     (the posterior is softmax(J))."""
     Y = sp.csr_matrix(Y_test)
     arrays = {f"scores_{key}": np.asarray(value, dtype=np.float32) for key, value in scores.items()}
-    np.savez(path, labels_indptr=Y.indptr, labels_indices=Y.indices, labels_shape=np.array(Y.shape),
+    np.savez_compressed(path, labels_indptr=Y.indptr, labels_indices=Y.indices, labels_shape=np.array(Y.shape),
              category_names=np.array(category_names, dtype=str), train_positives=np.asarray(train_positives),
              model_keys=np.array(list(scores), dtype=str),
              model_labels=np.array([labels[k] for k in scores], dtype=str), task=np.array(task),

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb import progress
+from mlnb import progress, timings
 from mlnb.backends import LocalBackend, open_backend
 from mlnb.backends.tasks import Reading, count_partition
 from mlnb.budget import DataShape, check_budget
@@ -79,6 +79,8 @@ class ModelRun:
     scores: np.ndarray = None  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
     #                     a ranking score); multiclass, per-class joint scores J (softmax(J) = posterior)
     spill: object = None  # the scores on disk (mlnb.metrics.streaming.ScoreSpill) when they were not held in memory
+    n_fit: int | None = None  # training documents the evaluated model was fitted on
+    n_validation: int = 0  # held-out training documents its decision rule or calibration learned from
 
     @cached_property  # used by every comparison and interval of the run: computed once
     def rank_scores(self) -> np.ndarray:
@@ -98,6 +100,7 @@ class StudyResult:
     Y_test: object = None  # (n_test, K) sparse 0/1 (None when the scores were spilled to disk)
     comparisons: list[Comparison] = field(default_factory=list)  # one per report.compare pair, a − b
     untrainable: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int))  # no training positive/negative
+    timings: object = None  # mlnb.timings.Timings: seconds per stage of the run (``mlnb run --profile``)
 
     def model(self, name: str) -> ModelRun:
         return next(run for run in self.models if run.name == name)
@@ -129,7 +132,7 @@ def held_out_scores(config: StudyConfig, names: list[str], train: Documents, see
     the same documents in memory, streamed and on Dask."""
     ev = config.eval
     split = ev.validation == "split"
-    buckets = validation_buckets(seed, "validation", fraction=ev.validation_fraction if split else None,
+    buckets = validation_buckets(config.data_seed(seed), "validation", fraction=ev.validation_fraction if split else None,
                                  folds=None if split else ev.folds)
     scores, Y, ids, fitted = {name: [] for name in names}, [], [], None
     what = f"eval.validation_fraction = {ev.validation_fraction}" if split else f"eval.folds = {ev.folds}"
@@ -155,8 +158,14 @@ def held_out_scores(config: StudyConfig, names: list[str], train: Documents, see
                           fitted.seconds[name] if split else None) for name in names}
 
 
+#: eval.untrainable values under which every model scores its untrainable categories by their training prior
+#: (multilabel): 'keep' too, so that it is even-handed — naive Bayes, L-BFGS LR and the SVM reset such a
+#: category to its prior themselves, while a minibatch LR would keep scores learned from one class only
+BY_PRIOR = ("prior", "keep")
+
+
 def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """eval.untrainable = 'prior': untrainable categories score by their training prior, in every model."""
+    """eval.untrainable = 'prior' or 'keep': untrainable categories score by their training prior, in every model."""
     if categories.size:
         scores = scores.copy()
         scores[:, categories] = prior[categories]
@@ -204,15 +213,21 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     if needs and ev.validation == "split" and not ev.refit:
         # thresholds fit the split's model, so that model is evaluated — for every model of the study,
         # so that all are compared trained on the same documents (the training part minus the split)
-        with progress.status(f"held-out scores of {', '.join(evaluated)} (split)"):
+        with progress.status(f"held-out scores of {', '.join(evaluated)} (split)"), timings.stage("decide"):
             held = held_out_scores(config, evaluated, train, seed, labels, backend)
+            for name in evaluated:  # the split's models are the ones evaluated: their fits are "fit <name>"
+                timings.add(f"fit {name}", held[name].fit_seconds)
         fitted = {name: held[name].model for name in evaluated}
         fit_seconds = {name: held[name].fit_seconds for name in evaluated}
         started = time.perf_counter()
-        positives, n_train, nnz = _training_counts(train, backend)
+        with timings.stage("fit"):
+            positives, n_train, nnz = _training_counts(train, backend)
         counting_seconds = time.perf_counter() - started if not train.in_memory else 0.0
     else:
-        fit = fit_models(config, evaluated, train, seed, labels, backend=backend, eval_set=eval_set)
+        with timings.stage("fit"):  # its own seconds: what the models share (the counting pass when streamed)
+            fit = fit_models(config, evaluated, train, seed, labels, backend=backend, eval_set=eval_set)
+            for name in evaluated:
+                timings.add(f"fit {name}", fit.seconds[name])
         fitted, fit_seconds = fit.models, fit.seconds
         positives, n_train, nnz = fit.positives, fit.n, fit.nnz
         counting_seconds = fit.counting_seconds
@@ -221,19 +236,22 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     # from integer counts: a float mean of an all-ones column can exceed 1 by an ulp
     prevalence = positives / max(n_train, 1)
     exclude = untrainable if ev.untrainable == "exclude" else None
+    if callable(curve_categories):  # chosen from the training counts (a streamed study's plotted category)
+        curve_categories = curve_categories(positives, n_train)
 
     # decide: rules and calibrations learn from held-out scores, before the evaluation documents are scored
     missing = [name for name in evaluated if name in needs and name not in held]
     if missing:
-        with progress.status(f"held-out scores of {', '.join(missing)} ({ev.validation})"):
+        with progress.status(f"held-out scores of {', '.join(missing)} ({ev.validation})"), timings.stage("decide"):
             held |= held_out_scores(config, missing, train, seed, labels, backend)
     decisions_of, calibrations = {}, {}
+    decide_started = time.perf_counter(), time.process_time()
     for name in evaluated if not multiclass else ():
         rule_name = config.models[name].decision or ev.decision
         validation = calibration = None
         if name in needs:
             S_val, Y_val = held[name].scores, held[name].labels
-            if ev.untrainable == "prior":
+            if ev.untrainable in BY_PRIOR:
                 S_val = _by_prior(S_val, untrainable, prior)
             validation = (S_val, Y_val)
         if ev.calibration != "none":
@@ -245,18 +263,26 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
                                                metric=ev.decision_metric, fbr=ev.fbr, fbr_rank=ev.fbr_rank,
                                                rcut_k=ev.rcut_k, train_prevalence=prevalence)
         calibrations[name] = calibration
+    timings.add("decide", time.perf_counter() - decide_started[0], time.process_time() - decide_started[1])
 
-    scored = _score(config, {name: fitted[name] for name in evaluated}, evaluation, backend, decisions_of,
-                    calibrations, exclude, prior if ev.untrainable == "prior" else None, untrainable)
+    with timings.stage("score"):
+        scored = _score(config, {name: fitted[name] for name in evaluated}, evaluation, backend, decisions_of,
+                        calibrations, exclude, prior if ev.untrainable in BY_PRIOR and not multiclass else None,
+                        untrainable)
     runs = []
     try:
         for name in evaluated:
-            runs.append(_evaluate(config, name, labels[name], fitted[name], fit_seconds[name], scored,
-                                  decisions_of.get(name), calibrations.get(name), untrainable, prior, prevalence,
-                                  evaluation.category_names, curve_categories))
+            with timings.stage("evaluate"):
+                runs.append(_evaluate(config, name, labels[name], fitted[name], fit_seconds[name], scored,
+                                      decisions_of.get(name), calibrations.get(name), untrainable, prior, prevalence,
+                                      evaluation.category_names, curve_categories))
     except BaseException:
         scored.close()
         raise
+    split_fitted = needs and ev.validation == "split" and not ev.refit  # every model fitted without the split
+    for run in runs:  # what each model was trained on, for the report
+        run.n_validation = int(held[run.name].scores.shape[0]) if run.name in needs else 0
+        run.n_fit = n_train - int(next(iter(held.values())).scores.shape[0]) if split_fitted else n_train
     return LoopResult(runs, positives, n_train, nnz, untrainable, scored, counting_seconds)
 
 
@@ -329,7 +355,7 @@ def _evaluate(config: StudyConfig, name: str, label: str, estimator, fit_seconds
     Y_eval, scores = scored.Y, scored.scores[name]
     probability_scores = decisions = uncalibrated = None
     if config.task != "multiclass":
-        if ev.untrainable == "prior":
+        if ev.untrainable in BY_PRIOR:
             scores = _by_prior(scores, untrainable, prior)
         if calibration is not None:
             probability_scores = calibration.transform(scores)
@@ -360,16 +386,17 @@ def run_models(config: StudyConfig, X_train, Y_train, X_eval, Y_eval, category_n
 
 
 def prepare_data(config: StudyConfig) -> tuple[Dataset, FeatureTransform]:
-    with progress.status("loading data"):
-        dataset = load_dataset(config.data, config.seed, config.features, config.task)
+    with progress.status("loading data"), timings.stage("load"):
+        dataset = load_dataset(config.data, config.data_seed(), config.features, config.task)
     _check_against_data(config, dataset.category_names)
     check_budget(config, DataShape(int(dataset.train_index.size), int(dataset.test_index.size), dataset.n_features,
                                    dataset.n_categories, int(dataset.X.nnz)))  # the data's real shape now
     if any(get_kind(spec.kind).requires_non_negative(spec.options) for spec in config.study_models()):
         dataset.check_non_negative()  # the test part too, with the file and line of the first bad value
-    features = FeatureTransform(config.features.transform, config.features.min_df,
-                                config.features.max_features)
-    features.fit(dataset.X_train)
+    with timings.stage("features"):
+        features = FeatureTransform(config.features.transform, config.features.min_df,
+                                    config.features.max_features)
+        features.fit(dataset.X_train)
     return dataset, features
 
 
@@ -377,13 +404,15 @@ def in_memory_documents(config: StudyConfig, dataset: Dataset, features: Feature
                         ) -> tuple[InMemoryDocuments, InMemoryDocuments]:
     """(train, test) documents of a dataset read whole, after the feature transform."""
     ids, names = dataset.ids, list(dataset.category_names)
-    return (InMemoryDocuments(features.transform(dataset.X_train), dataset.Y_train, ids[dataset.train_index], names),
-            InMemoryDocuments(features.transform(dataset.X_test), dataset.Y_test, ids[dataset.test_index], names))
+    with timings.stage("features"):
+        return (InMemoryDocuments(features.transform(dataset.X_train), dataset.Y_train, ids[dataset.train_index],
+                                  names),
+                InMemoryDocuments(features.transform(dataset.X_test), dataset.Y_test, ids[dataset.test_index], names))
 
 
 def streamed_documents(config: StudyConfig) -> tuple[StreamedDocuments, StreamedDocuments]:
     """(train, test) documents of a source read in chunks (``data.streaming = true``)."""
-    train, test = open_streams(config.data, config.features, config.seed)
+    train, test = open_streams(config.data, config.features, config.data_seed())
     if config.task == "multiclass":  # every document read is checked, as the in-memory loader checks them all
         train, test = OneClassSource(train), OneClassSource(test)
     data = config.data
@@ -393,7 +422,7 @@ def streamed_documents(config: StudyConfig) -> tuple[StreamedDocuments, Streamed
 
 def split_rule(config: StudyConfig, dataset: Dataset | None = None) -> str:
     """The sentence that says how the documents were split into training and test parts."""
-    return dataset.split_rule if dataset is not None else describe_split(config.data, config.seed)
+    return dataset.split_rule if dataset is not None else describe_split(config.data, config.data_seed())
 
 
 def _check_against_data(config: StudyConfig, category_names) -> None:
@@ -406,7 +435,7 @@ def _check_against_data(config: StudyConfig, category_names) -> None:
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             raise MlnbError(f"report.category_name = {config.report.category_name!r} is not a category of "
                             f"the data{hint}")
-    elif not 0 <= config.report.category < n_categories:
+    elif config.report.category >= n_categories:  # -1: chosen from the data (plotted_category)
         raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
                         f"{n_categories} categories (0..{n_categories - 1})")
     for spec in config.study_models():
@@ -437,17 +466,45 @@ def open_documents(config: StudyConfig):
                 "split": split_rule(config)}
     if config.report.category_name:  # the name decides; the resolved config records the index too
         config = replace(config, report=replace(config.report, category=names.index(config.report.category_name)))
+    elif config.report.category < 0 and not config.data.streaming:  # the default: one that exists and is testable
+        count = lambda Y: np.asarray(Y.sum(axis=0)).ravel()
+        k = plotted_category(count(train.Y), train.n_documents, count(test.Y), test.n_documents)
+        config = replace(config, report=replace(config.report, category=k))
     return config, train, test, info, names
 
 
+def plotted_category(train_positives, n_train: int, test_positives=None, n_test: int | None = None) -> int:
+    """``report.category = -1``: the most frequent category among those with training positives and
+    negatives and, when the test counts are given, test positives and negatives (its AUC and curves are
+    defined): the most positives in both parts, ties broken by the test positives (the points of its
+    curves); the first most frequent one when no category is testable."""
+    train_positives = np.asarray(train_positives, dtype=np.float64)
+    testable = (train_positives > 0) & (train_positives < n_train)
+    frequency = train_positives
+    if test_positives is not None:
+        test_positives = np.asarray(test_positives, dtype=np.float64)
+        testable &= (test_positives > 0) & (test_positives < n_test)
+        frequency = train_positives + test_positives + test_positives / (n_test + 1.0)
+    candidates = np.where(testable, frequency, -1.0) if testable.any() else frequency
+    return int(np.argmax(candidates))
+
+
 def run_study(config: StudyConfig) -> StudyResult:
-    """Fit every enabled model on the training part, evaluate it on the test part, compare pairs."""
+    """Fit every enabled model on the training part, evaluate it on the test part, compare pairs.
+    The seconds of each stage go to ``StudyResult.timings`` (``mlnb.timings``; that of ``mlnb run``
+    when it records, which adds the plots and the writing)."""
     started = time.perf_counter()
-    config, train, test, info, names = open_documents(config)
     with ExitStack() as stack:
+        clock = stack.enter_context(timings.recording(timings.current()))
+        config, train, test, info, names = open_documents(config)
         backend = stack.enter_context(open_backend(config.engine)) if config.data.streaming else LocalBackend()
         load_seconds = time.perf_counter() - started
-        loop = run_on(config, train, test, curve_categories=[config.report.category], backend=backend)
+        chosen = []  # streamed, report.category = -1: chosen from the training counts, before the test scores
+        curves = [config.report.category] if config.report.category >= 0 else \
+            (lambda positives, n: chosen.append(plotted_category(positives, n)) or chosen)
+        loop = run_on(config, train, test, curve_categories=curves, backend=backend)
+        if chosen:
+            config = replace(config, report=replace(config.report, category=chosen[0]))
         stack.callback(loop.scored.close)
         scored = loop.scored
         if config.data.streaming:
@@ -463,7 +520,7 @@ def run_study(config: StudyConfig) -> StudyResult:
         # reading the data: loading it whole, or the counting pass over the training chunks
         result = StudyResult(config=config, data=info, category_names=names, train_positives=loop.train_positives,
                              load_seconds=load_seconds + loop.counting_seconds, Y_test=scored.Y,
-                             untrainable=loop.untrainable)
+                             untrainable=loop.untrainable, timings=clock)
         result.models = loop.runs
         _uncertainty(result, scored)
         _compare(result, scored)
@@ -479,7 +536,7 @@ def _uncertainty(result: StudyResult, scored: Scored) -> None:
     for run in result.models:
         if not scored.in_memory:
             spill = run.spill
-            with progress.status(f"DeLong intervals of {run.name}"):
+            with progress.status(f"DeLong intervals of {run.name}"), timings.stage("intervals"):
                 run.auc_intervals = auc_intervals_by_column(
                     lambda k, spill=spill: (spill.label_column(k), spill.scores_column(k)), spill.n_categories,
                     ev.confidence)
@@ -490,11 +547,13 @@ def _uncertainty(result: StudyResult, scored: Scored) -> None:
             decisions = sp.csr_matrix((np.ones(n, dtype=np.int8), run.evaluation.predicted, np.arange(n + 1)),
                                       shape=(n, K))
         if ev.bootstrap:
-            with progress.status(f"bootstrap intervals of {run.name} ({ev.bootstrap} resamples)"):
+            with progress.status(f"bootstrap intervals of {run.name} ({ev.bootstrap} resamples)"), \
+                    timings.stage("bootstrap"):
                 run.intervals = bootstrap_intervals(scored.Y, run.rank_scores, decisions=decisions,
                                                     n_boot=ev.bootstrap, seed=config.seed, level=ev.confidence,
                                                     exclude=excluded)
-        run.auc_intervals = auc_confidence_intervals(scored.Y, run.rank_scores, level=ev.confidence)
+        with timings.stage("intervals"):
+            run.auc_intervals = auc_confidence_intervals(scored.Y, run.rank_scores, level=ev.confidence)
 
 
 def _compare(result: StudyResult, scored: Scored) -> None:
@@ -503,7 +562,7 @@ def _compare(result: StudyResult, scored: Scored) -> None:
     excluded = result.untrainable if config.eval.untrainable == "exclude" else None
     for name_a, name_b in config.compared_pairs():
         a, b = result.model(name_a), result.model(name_b)
-        with progress.status(f"DeLong tests per category, {name_a} against {name_b}"):
+        with progress.status(f"DeLong tests per category, {name_a} against {name_b}"), timings.stage("comparisons"):
             if not scored.in_memory:
                 spill_a, spill_b = a.spill, b.spill
 
@@ -522,4 +581,5 @@ def _compare(result: StudyResult, scored: Scored) -> None:
             result.comparisons.append(compare_scores(scored.Y, a.rank_scores, b.rank_scores, result.category_names,
                                                      result.train_positives, a.label, b.label,
                                                      config.report.alpha, name_a, name_b, mcnemar=mcnemar,
-                                                     exclude=excluded))
+                                                     exclude=excluded, n_boot=config.eval.bootstrap,
+                                                     seed=config.seed, level=config.eval.confidence))

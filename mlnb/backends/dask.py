@@ -80,6 +80,35 @@ def within(seconds: float, call: Callable, *args, **kwargs):
     return outcome["value"]
 
 
+def _numba_as_launched() -> None:
+    """NUMBA_NUM_THREADS in this process's environment = the number numba was configured with.
+
+    A LocalCluster's worker gets NUMBA_NUM_THREADS = threads_per_worker in its environment, but a
+    worker process first re-imports the user's main module (multiprocessing's spawn); when that
+    imports numba, numba configured itself before the variable was set. numba re-reads the
+    environment whenever it compiles, and a value other than the one its threads were launched with
+    is an error ('Cannot set NUMBA_NUM_THREADS ... once the threads have been launched'), so the first
+    kernel compiled on such a worker (rather than loaded from numba's cache) failed."""
+    import os
+
+    from numba.core import config
+
+    os.environ["NUMBA_NUM_THREADS"] = str(config.NUMBA_NUM_THREADS)
+
+
+try:
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # pragma: no cover - distributed is a declared dependency
+    WorkerPlugin = object
+
+
+class _NumbaAsLaunched(WorkerPlugin):
+    """On every worker, before its first task: ``_numba_as_launched``."""
+
+    def setup(self, worker) -> None:
+        _numba_as_launched()
+
+
 class DaskBackend:
     """Map partitions to a Dask cluster's workers and reduce there."""
 
@@ -88,6 +117,9 @@ class DaskBackend:
     def __init__(self, address: str = "", n_workers: int = 2, threads_per_worker: int = 1, timeout: float = 30.0,
                  retries: int = 1):
         import dask
+        import distributed  # noqa: F401  (loads its config defaults first: dask.config.set below records what
+        # was there before and its exit restores that; were the "distributed" table absent then, the exit would
+        # delete all of it, and the next cluster in this process would fail to start: 'require-encryption')
 
         self.address, self.retries, self.timeout, self._cluster = address, retries, float(timeout), None
         self._config = None
@@ -109,6 +141,7 @@ class DaskBackend:
                 raise MlnbError(f"engine: the Dask scheduler {self._scheduler_address()} has no worker after "
                                 f"{self.timeout:g} s (engine.timeout)") from None
             self._check_workers()
+            within(self.timeout + 5, self.client.register_plugin, _NumbaAsLaunched(), name="mlnb-numba-threads")
             self.n_workers = len(self._workers())
         except BaseException as error:
             self.close()

@@ -178,12 +178,19 @@ def worker_groups(partitions: list, n_workers: int) -> list[tuple[int, list]]:
     return [(i, partitions[a:b]) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
-def lr_pass_partition(group: tuple[int, list], job: LogisticJob, start: dict, pass_number: int) -> WeightedState:
-    """One pass of the engine over a group (number, partitions) of training partitions, from ``start``."""
-    number, partitions = group
+def fit_logistic_on_worker(partitions: list, job: LogisticJob, counts: TrainingCounts, coef_init=None,
+                           intercept_init=None):
+    """``fit_logistic_here`` as a task (on a Dask worker): the one-machine engine over every partition."""
+    return fit_logistic_here(job, partitions, counts, coef_init, intercept_init)
+
+
+def lr_pass_partition(group: tuple, job: LogisticJob, start: dict, pass_number: int) -> WeightedState:
+    """One pass of the engine over a group (number, partitions[, round]) of training partitions, from
+    ``start`` (a round of iterative parameter mixing: a piece of a pass)."""
+    number, partitions, *rest = group
     engine = clone(job.estimator)
     # each group shuffles with its own seeded generator (the same in every run)
-    engine.set_params(random_state=[int(engine.random_state), pass_number, number])
+    engine.set_params(random_state=[int(engine.random_state), pass_number, number, *rest])
     engine.set_state({**start, "rng": None})
     seen = [0]
 

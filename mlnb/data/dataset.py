@@ -74,7 +74,23 @@ class Dataset:
     def from_arrays(cls, X, Y, category_names=None, feature_names=None, test_fraction=0.5,
                     seed=0, name="dataset", origins=(), ids=None) -> "Dataset":
         """All documents in one pool, split by a seeded hash of their ``ids`` (default arange(n)):
-        the split a streaming source of the same documents makes (:func:`hash_split`)."""
+        the split a streaming source of the same documents makes (:func:`hash_split`).
+
+        >>> import numpy as np, scipy.sparse as sp
+        >>> X = sp.random(1000, 50, density=0.1, format="csr", random_state=0)  # 1,000 documents × 50 words
+        >>> Y = (np.arange(1000)[:, None] % 3 == np.arange(3)).astype(int)      # × 3 categories
+        >>> data = Dataset.from_arrays(X, Y, ["a", "b", "c"], seed=0)
+        >>> data.X_train.shape, data.X_test.shape
+        ((498, 50), (502, 50))
+        >>> data.split_rule
+        "a seeded hash of each document's id (seed 0, test_fraction 0.5)"
+
+        The split follows the documents, not their order: reversed, the same documents are tested.
+
+        >>> turned = Dataset.from_arrays(X[::-1], Y[::-1], ["a", "b", "c"], ids=np.arange(1000)[::-1], seed=0)
+        >>> set(turned.ids[turned.test_index]) == set(data.ids[data.test_index])
+        True
+        """
         X, Y = _as_X(X), _as_Y(Y)
         names = list(category_names) if category_names is not None else _default_names(Y.shape[1])
         ids = np.arange(X.shape[0], dtype=np.int64) if ids is None else ids
@@ -217,7 +233,11 @@ class RowOrigin:
 def hash_split(ids, seed: int, test_fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """(train, test) row numbers, sorted: row i is a test row when ``split_mask(ids, seed,
     test_fraction)[i]``, the rule by which a streaming source splits the same documents. The test
-    share is test_fraction ± sqrt(test_fraction · (1 − test_fraction) / n), not exactly it."""
+    share is test_fraction ± sqrt(test_fraction · (1 − test_fraction) / n), not exactly it.
+
+    >>> hash_split([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], seed=0, test_fraction=0.5)
+    (array([0, 2, 3, 8, 9]), array([1, 4, 5, 6, 7]))
+    """
     ids = np.asarray(ids)
     test = split_mask(ids, seed, test_fraction)
     if test.all() or not test.any():

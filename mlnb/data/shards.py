@@ -520,6 +520,8 @@ class ShardSource(ChunkSource):
     a shard is first read by this source (one extra read of the shard, once; see the module docstring).
     """
 
+    reads_row_ranges = True
+
     def __init__(self, folder, partition_documents: int | None = None, verify: bool = True):
         self.folder = str(existing_folder(folder, "binary shards"))
         self.manifest = read_manifest(self.folder)

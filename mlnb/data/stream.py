@@ -148,6 +148,10 @@ class ChunkSource:
         """Documents expected from ``chunks`` (for an ETA): ``n_documents`` here, an estimate for a split."""
         return self.n_documents
 
+    #: whether ``read`` takes any row range start .. stop of a partition (so that a partition can be cut
+    #: into smaller ones, e.g. for parameter mixing on Dask); else only the partitions as given
+    reads_row_ranges: bool = False
+
     def partitions(self) -> list[Partition]:
         raise NotImplementedError
 
@@ -219,6 +223,10 @@ class DerivedSource(ChunkSource):
 
     def partitions(self) -> list[Partition]:
         return self.source.partitions()
+
+    @property
+    def reads_row_ranges(self) -> bool:
+        return self.source.reads_row_ranges
 
 
 class SelectedSource(DerivedSource):

@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +87,9 @@ _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv", "
                    ".json": "jsonl", ".ndjson": "jsonl"}
 
 
-def text_format(path: Path, fmt: str) -> str:
-    """The format of ``path``: ``fmt``, or with 'auto' the one its suffix names (before .gz / .bz2)."""
+def text_format(path: Path, fmt: str, table: str = "data.text") -> str:
+    """The format of ``path``: ``fmt``, or with 'auto' the one its suffix names (before .gz / .bz2);
+    ``table`` is the config table that sets it, for the message."""
     if fmt != "auto":
         return fmt
     suffixes = [s.lower() for s in Path(path).suffixes]
@@ -96,13 +98,18 @@ def text_format(path: Path, fmt: str) -> str:
     suffix = suffixes[-1] if suffixes else ""
     if suffix not in _SUFFIX_FORMATS:
         raise MlnbError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
-                        "set data.text.format to 'csv', 'tsv' or 'jsonl'")
+                        f"set {table}.format to 'csv', 'tsv' or 'jsonl'")
     return _SUFFIX_FORMATS[suffix]
 
 
 @dataclass(frozen=True)
 class TextReading:
-    """How rows of a CSV/TSV/JSON-lines file become (text, labels): the [data.text] options."""
+    """How rows of a CSV/TSV/JSON-lines file become (text, labels): the [data.text] options.
+
+    table : the config table whose keys these are, named in messages (``data.files`` reads its
+        labels file with this reader: its file names stand in the text column)
+    check_labels : refuse labels that look mis-split or are not labels (:func:`check_label_names`)
+    """
 
     format: str = "auto"
     header: bool = True
@@ -112,16 +119,21 @@ class TextReading:
     label_separator: str = ","
     negative_labels: tuple = ()
     encoding: str = "utf-8"
+    check_labels: bool = True
+    table: str = "data.text"
 
     def __post_init__(self):
         try:
             codecs.lookup(self.encoding)
         except LookupError:
-            raise MlnbError(f"data.text.encoding: unknown encoding {self.encoding!r}") from None
+            raise MlnbError(f"{self.table}.encoding: unknown encoding {self.encoding!r}") from None
         if self.format not in ("auto", "csv", "tsv", "jsonl"):
-            raise MlnbError(f"data.text.format: expected 'auto', 'csv', 'tsv' or 'jsonl', got {self.format!r}")
+            raise MlnbError(f"{self.table}.format: expected 'auto', 'csv', 'tsv' or 'jsonl', got {self.format!r}")
         if self.labels not in ("single", "multi"):
-            raise MlnbError(f"data.text.labels: expected 'single' or 'multi', got {self.labels!r}")
+            raise MlnbError(f"{self.table}.labels: expected 'single' or 'multi', got {self.labels!r}")
+        if self.labels == "multi" and not self.label_separator:
+            raise MlnbError(f"{self.table}.label_separator: expected a separator of labels such as ',' or ';', got "
+                            f"{self.label_separator!r}")
 
 
 @dataclass
@@ -145,7 +157,7 @@ def _decode_error_line(path: Path, codec: str) -> tuple[int, str]:
     return 0, "undecodable bytes"
 
 
-def _text_lines(path: Path, encoding: str) -> Iterator[str]:
+def _text_lines(path: Path, encoding: str, table: str = "data.text") -> Iterator[str]:
     """The decoded lines of ``path`` (universal newlines), streamed; a file of nothing but
     whitespace is refused as empty."""
     codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
@@ -163,7 +175,7 @@ def _text_lines(path: Path, encoding: str) -> Iterator[str]:
         yield from itertools.chain(leading, bounded)
     except UnicodeDecodeError:
         line, reason = _decode_error_line(path, codec)
-        raise MlnbError(f"{path}:{line}: not valid {encoding} text ({reason}); set data.text.encoding") from None
+        raise MlnbError(f"{path}:{line}: not valid {encoding} text ({reason}); set {table}.encoding") from None
     except DECOMPRESSION_ERRORS as error:
         raise MlnbError(f"{path}: corrupt or truncated compressed data ({error})") from None
     finally:
@@ -253,7 +265,7 @@ def _rows_delimited(path: Path, lines: Iterator[str], delimiter: str, reading: T
             columns = {name: i for i, name in enumerate(names)}
             for key, column in (("text_column", reading.text_column), ("label_column", reading.label_column)):
                 if column not in columns:
-                    raise MlnbError(f"{path}: data.text.{key} = {column!r} is not a column; the columns are "
+                    raise MlnbError(f"{path}: {reading.table}.{key} = {column!r} is not a column; the columns are "
                                     f"{', '.join(names)}")
             t, l = columns[reading.text_column], columns[reading.label_column]
             if reading.header:
@@ -301,14 +313,14 @@ def _label_names(path: Path, number: int, label, reading: TextReading) -> list:
         names = [str(label).strip()]
     names = [name for name in names if name]
     if reading.labels == "single" and len(names) > 1:
-        raise MlnbError(f"{path}:{number}: expected one label (data.text.labels = 'single'), got {label!r}")
+        raise MlnbError(f"{path}:{number}: expected one label ({reading.table}.labels = 'single'), got {label!r}")
     return names
 
 
 def text_records(path: Path, reading: TextReading, batch: int | None = None) -> Iterator[Records]:
     """The rows of a text file in batches of ``batch`` records (None: all in one)."""
-    fmt = text_format(path, reading.format)
-    lines = _text_lines(path, reading.encoding)
+    fmt = text_format(path, reading.format, reading.table)
+    lines = _text_lines(path, reading.encoding, reading.table)
     rows = (_rows_jsonl(path, lines, reading) if fmt == "jsonl" else
             _rows_delimited(path, lines, "," if fmt == "csv" else "\t", reading))
     records = Records()
@@ -340,6 +352,69 @@ def label_matrix(label_lists: Sequence[list], categories: Sequence[str]) -> sp.c
     return sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(len(label_lists), len(categories)))
 
 
+# -- labels that are not what they seem -------------------------------------------------------------
+#: characters that separate the labels of a cell in files seen in the wild, tried when labels look mis-split
+LABEL_SEPARATORS = (";", "|", ",", " ")
+#: at least this many distinct labels before "most occur in one document only" says they are not labels
+SINGLETON_MIN_LABELS = 20
+
+
+def _split_on(names: Sequence[str], separator: str) -> tuple[list, set]:
+    """(the names that contain ``separator``, the distinct parts they split into)."""
+    containing = [name for name in names if separator in name]
+    return containing, {part.strip() for name in containing for part in name.split(separator) if part.strip()}
+
+
+def lists_separated_by(documents: dict, reading: TextReading) -> tuple[str, list] | None:
+    """(separator, the labels that contain it) when the labels (name -> documents) look like lists of
+    labels not split on that separator, else None. A separator s (other than the one the labels were
+    split on) is taken to separate lists when at least two labels contain it and either
+
+    * at least half of the parts they split into are labels themselves ('a;b' beside 'a' and 'b';
+      not tried for a space: 'machine learning' beside 'learning' is a name), or
+    * at least half of all labels contain it and splitting them gives fewer distinct parts than
+      there are such labels (combinations of a few tags; multi-word names give more parts, not fewer).
+    """
+    names = list(documents)
+    used = reading.label_separator if reading.labels == "multi" else None
+    for separator in LABEL_SEPARATORS:
+        if separator == used:
+            continue
+        containing, parts = _split_on([name.strip() for name in names], separator)
+        if len(containing) < 2 or len(parts) < 2:
+            continue
+        listed = sum(part in documents for part in parts)
+        if (separator != " " and 2 * listed >= len(parts)) or \
+                (2 * len(containing) >= len(names) and len(parts) < len(containing)):
+            return separator, containing
+    return None
+
+
+def label_problem(documents: dict, reading: TextReading) -> str | None:
+    """Why the labels found (category name -> documents that carry it) look mis-split or are not
+    labels at all, in words that name the key to set, or None. Two signs: labels that look like
+    lists on another separator (:func:`lists_separated_by`), and most of at least
+    ``SINGLETON_MIN_LABELS`` labels occurring in one document only (a text or id column, or labels
+    split on a character inside their names)."""
+    table, separator = reading.table, reading.label_separator
+    multi = reading.labels == "multi"
+    found = lists_separated_by(documents, reading)
+    if found is not None:
+        other, containing = found
+        what = (f"{len(containing):,} of {len(documents):,} labels contain {other!r} (e.g. {containing[0]!r}): they "
+                "look like lists of labels")
+        if multi:
+            return f"{what} split on {separator!r} instead of {other!r}; set {table}.label_separator = {other!r}"
+        return f"{what}; set {table}.labels = 'multi' and {table}.label_separator = {other!r}"
+    once = [name for name, n in documents.items() if n == 1]
+    if len(documents) >= SINGLETON_MIN_LABELS and 2 * len(once) > len(documents):
+        split = f", split on {separator!r} ({table}.label_separator)" if multi else ""
+        return (f"{len(once):,} of {len(documents):,} labels occur in one document only (e.g. {once[0]!r}): is "
+                f"{table}.label_column = {reading.label_column!r} the column of labels{split}? (set "
+                f"{table}.check_labels = false to keep them as categories)")
+    return None
+
+
 # -- what a pass over the training documents learns ----------------------------------------------------
 @dataclass
 class TextFit:
@@ -357,17 +432,22 @@ class _Fitting:
         self.reading = reading
         self.analyzer = vectorizer(options).build_analyzer() if vocabulary else None
         self.terms: set = set()
-        self.trained, self.seen = set(), set()
+        self.trained: set = set()
+        self.documents: Counter = Counter()  # label -> documents that carry it
+
+    @property
+    def seen(self) -> set:
+        return set(self.documents)
 
     def add(self, records: Records, train: np.ndarray, where: str = "") -> None:
         for i, names in enumerate(records.labels):
-            self.seen.update(names)
+            self.documents.update(set(names))
             if train[i]:
                 self.trained.update(names)
                 if self.analyzer is not None:
                     self.terms.update(self.analyzer(records.texts[i]))
         # the labels found set the number of categories: bounded as they are collected, not once all are held
-        if len(self.seen) > MAX_CATEGORIES + len(self.reading.negative_labels):
+        if len(self.documents) > MAX_CATEGORIES + len(self.reading.negative_labels):
             line = f":{records.numbers[-1]}" if where and records.numbers else ""
             raise MlnbError(f"{where or 'text data'}{line}: more than {MAX_CATEGORIES:,} distinct labels so far; "
                             f"expected at most {MAX_CATEGORIES:,} categories (a text column as the label column?)")
@@ -377,6 +457,11 @@ class _Fitting:
         line when no category has a training document, a warning naming the labels found only in
         test documents (``last``: the test file). The vocabulary when terms were collected."""
         negative = set(self.reading.negative_labels)
+        if self.reading.check_labels:
+            problem = label_problem({name: n for name, n in self.documents.items() if name not in negative},
+                                    self.reading)
+            if problem:
+                raise MlnbError(f"{first}: {problem}")
         if not self.trained - negative:
             raise MlnbError(f"{first}: no category left: every training label is one of the negative "
                             f"labels {sorted(negative)}")
@@ -456,7 +541,7 @@ def _read_part(files: Sequence[Path], reading: TextReading) -> _TextPart:
 def load_text_dataset(path, test_path=None, format="auto", header=True, text_column="text",
                       label_column="label", labels="single", label_separator=",", negative_labels=(),
                       encoding="utf-8", text_options: TextOptions = TextOptions(), test_fraction=0.5,
-                      seed=0, name=None) -> Dataset:
+                      seed=0, name=None, reading: TextReading | None = None) -> Dataset:
     """A Dataset from a text file or glob of files (split by a seeded hash of each document's id,
     as streamed) or from a train path and a test path (a given split).
 
@@ -464,10 +549,12 @@ def load_text_dataset(path, test_path=None, format="auto", header=True, text_col
     only those belong to no category. A label found only in the test part is a category without
     training documents, announced by an ``MlnbWarning``. The vocabulary (CountVectorizer) is the
     training documents' terms: the matrices of :func:`mlnb.data.stream.text_sources` of the same files.
+    ``reading`` (a :class:`TextReading`), when given, replaces the keywords from ``format`` to ``encoding``.
     """
-    reading = TextReading(format=format, header=header, text_column=text_column, label_column=label_column,
-                          labels=labels, label_separator=label_separator, negative_labels=tuple(negative_labels),
-                          encoding=encoding)
+    if reading is None:
+        reading = TextReading(format=format, header=header, text_column=text_column, label_column=label_column,
+                              labels=labels, label_separator=label_separator, negative_labels=tuple(negative_labels),
+                              encoding=encoding)
     train_files = expand_paths(path, "text data")
     test_files = expand_paths(test_path, "text data") if test_path else []
     parts = [_read_part(train_files, reading)] + ([_read_part(test_files, reading)] if test_path else [])

@@ -15,11 +15,17 @@ declares (``ModelKind.fits_from``), through one ``StreamTrainer`` over the sourc
    (``StreamTrainer.minibatch``). In one process the minibatch engine steps through the chunks in order,
    exactly as through the documents in memory (up to the shuffle, which stays within
    ``data.shuffle_buffer`` chunks; with ``shuffle = false`` it is ``fit`` bit for bit). On Dask
-   every worker runs a pass over its partitions from the same state θ and the states are
-   averaged, weighted by documents (parameter mixing, Zinkevich et al. 2010 / McDonald et al.
-   2010):
+   minibatch LR runs by default on one worker, the one-machine engine over every partition in order
+   (``engine.minibatch = "one_worker"``: the same numbers as here, NB and scoring still spread over
+   the workers). With ``engine.minibatch = "mixing"`` a pass runs in rounds (iterative parameter
+   mixing, Zinkevich et al. 2010 / McDonald et al. 2010): in each round every worker runs the engine over its next piece of the training data
+   from the same state θ, and the states are averaged, weighted by documents,
 
-       θ ← Σ_p n_p·θ_p / Σ_p n_p            θ = (W, b, AdaGrad sums, step count)
+       θ ← Σ_w n_w·θ_w / Σ_w n_w            θ = (W, b, AdaGrad sums, step count, schedule sums)
+
+   A piece is about ``engine.mix_every`` minibatches: shards are cut into row ranges of that
+   size (``mixing_pieces``); a source read a whole file at a time mixes after each file, and
+   says so in one warning when that is far rarer than asked.
 
 A kind that needs every document in memory (``fits_from = "memory"``) is refused in one line
 when the documents are streamed.
@@ -30,21 +36,28 @@ from __future__ import annotations
 import operator
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.base import clone
 
 from mlnb import progress
 from mlnb.backends.tasks import (Counter, LogisticJob, Reading, TrainingCounts, add_or_none, count_partition,
-                                 finished_naive_bayes, fit_logistic_here, lr_pass_partition, mix, sum_partition,
-                                 worker_groups)
+                                 finished_naive_bayes, fit_logistic_here, fit_logistic_on_worker, lr_pass_partition,
+                                 mix, sum_partition, worker_groups)
 from mlnb.config import StudyConfig, fit_order
 from mlnb.engine.documents import Documents
-from mlnb.errors import MlnbError
+from mlnb.engine.array.fitting import engine_for
+from mlnb.errors import MlnbError, MlnbWarning
 from mlnb.models import KINDS, get_kind
 from mlnb.models._linear import prior_log_odds
 from mlnb.models.registry import CountRequest
+
+
+#: engine.mix_every's default: minibatches each Dask worker runs between two parameter mixings
+MIX_EVERY = 16
+#: warn when the data allow mixing only this many times more rarely than engine.mix_every asks
+WARN_MINIBATCHES_BETWEEN_MIXING = 4
 
 
 class NoTrainingDocuments(MlnbError):
@@ -89,14 +102,19 @@ def fit_models(config: StudyConfig, wanted: list[str] | None, documents: Documen
 def _fit_in_memory(config, specs, documents, seed: int, labels: dict, eval_set) -> Fitted:
     fitted, seconds = {}, {}
     X, Y = documents.X, documents.Y
+    device = engine_for(config.engine.device)  # the array engine (engine.device = "gpu"), or None
     for spec in specs:
         kind = get_kind(spec.kind)
-        estimator = kind.build(spec.options, seed, config.task)
+        estimator = kind.build(spec.options, spec.training_seed(seed), config.task)
         started = time.perf_counter()
         try:
             with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
-                estimator.fit(X, Y, **kind.fit_arguments(spec.options, fitted, eval_set))
+                arguments = kind.fit_arguments(spec.options, fitted, eval_set)
+                if device is not None and device.fits(estimator, arguments):  # else the CPU engine's fit
+                    estimator = device.fit(estimator, X, Y, config.task, arguments)
+                else:
+                    estimator.fit(X, Y, **arguments)
                 estimator.weights_  # a lazy model (Naive Bayes) builds W here, so fit time includes it
         except MlnbError as error:
             raise MlnbError(f"models.{spec.name}: {error}") from None
@@ -111,7 +129,7 @@ def _fit_streamed(config, specs, documents, seed: int, labels: dict, backend) ->
     estimators, counters = {}, {}
     for spec in specs:
         kind = get_kind(spec.kind)
-        estimators[spec.name] = kind.build(spec.options, seed, config.task)
+        estimators[spec.name] = kind.build(spec.options, spec.training_seed(seed), config.task)
         request = kind.count_request(estimators[spec.name])
         if request is not None:
             counters[spec.name] = Counter(request.estimator, request.binarize_input)
@@ -127,11 +145,13 @@ def _fit_streamed(config, specs, documents, seed: int, labels: dict, backend) ->
     fitted, seconds = {}, {}
     for spec in specs:
         kind = get_kind(spec.kind)
-        trainer = SourceTrainer(spec.name, reading, partitions, counts, backend, documents.shuffle_buffer)
+        trainer = SourceTrainer(spec.name, reading, partitions, counts, backend, documents.shuffle_buffer,
+                                config.engine.mix_every, config.engine.minibatch)
         started = time.perf_counter()
         try:
             with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+                warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
+                warnings.simplefilter("default", MlnbWarning)  # what a user should change (e.g. Dask mixing)
                 model = kind.fit_streamed(estimators[spec.name], spec.options, fitted, trainer)
                 model.weights_  # noqa: B018  (built now, so fit time includes it)
         except MlnbError as error:
@@ -146,9 +166,9 @@ class SourceTrainer:
     counting pass's sums, and minibatch passes here or on Dask (module docstring)."""
 
     def __init__(self, name: str, reading: Reading, partitions: list, counts: TrainingCounts, backend,
-                 buffer_chunks: int):
+                 buffer_chunks: int, mix_every: int = MIX_EVERY, minibatch: str = "one_worker"):
         self.name, self.reading, self.partitions, self.counts = name, reading, partitions, counts
-        self.backend, self.buffer_chunks = backend, buffer_chunks
+        self.backend, self.buffer_chunks, self.mix_every, self.where = backend, buffer_chunks, mix_every, minibatch
         self.n_features = reading.source.n_features
         self.n_categories = reading.source.n_categories
 
@@ -169,7 +189,12 @@ class SourceTrainer:
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)
         if self.backend.name == "local":
             return fit_logistic_here(job, self.partitions, self.counts, coef_init, intercept_init)
-        return _fit_mixed(self.backend, job, self.partitions, self.counts, coef_init, intercept_init)
+        if self.where == "one_worker":  # the one-machine engine, on a worker: the same numbers as here
+            [engine] = self.backend.map(fit_logistic_on_worker, [self.partitions], job, self.counts, coef_init,
+                                        intercept_init, description="LR on one worker")
+            return engine
+        return _fit_mixed(self.backend, job, self.partitions, self.counts, coef_init, intercept_init,
+                          self.mix_every)
 
 
 def _start_state(engine, V: int, K: int, counts: TrainingCounts, coef_init=None, intercept_init=None) -> dict:
@@ -185,25 +210,60 @@ def _start_state(engine, V: int, K: int, counts: TrainingCounts, coef_init=None,
             "task": engine.task, "updater": engine.updater}
 
 
-def _fit_mixed(backend, job: LogisticJob, partitions, counts: TrainingCounts, coef_init=None, intercept_init=None):
-    """Per pass, every group of partitions from the same state on a worker, then their
-    document-weighted average (parameter mixing)."""
+def mixing_pieces(partitions: list, documents_per_piece: int, reads_row_ranges: bool) -> list:
+    """The partitions cut into row ranges of at most ``documents_per_piece`` documents where the source
+    reads row ranges (``ChunkSource.reads_row_ranges``: shards) and a partition knows its size, else whole."""
+    pieces = []
+    for partition in partitions:
+        n = partition.n_documents
+        stop = partition.stop if partition.stop is not None else None if n is None else partition.start + n
+        if not reads_row_ranges or n is None or stop is None or n <= documents_per_piece:
+            pieces.append(partition)
+            continue
+        for start in range(partition.start, stop, documents_per_piece):
+            end = min(start + documents_per_piece, stop)
+            pieces.append(replace(partition, start=start, stop=end, n_documents=end - start))
+    return pieces
+
+
+def _fit_mixed(backend, job: LogisticJob, partitions, counts: TrainingCounts, coef_init=None, intercept_init=None,
+               mix_every: int = MIX_EVERY):
+    """Iterative parameter mixing: each pass in rounds; in a round every worker runs the engine over its
+    next piece of the training data (about ``mix_every`` minibatches) from the same state, and the
+    states are averaged, weighted by documents."""
     source = job.reading.source
     engine = clone(job.estimator)
     state = _start_state(engine, source.n_features, source.n_categories, counts, coef_init, intercept_init)
     history = []
-    groups = worker_groups(partitions, backend.n_workers)  # one trainer per worker: the fewest models to mix
+    documents_per_piece = max(1, int(mix_every) * int(engine.batch_size))
+    train_share = counts.n / max(1, sum(p.n_documents or 0 for p in partitions)) if \
+        all(p.n_documents for p in partitions) else 1.0  # a selected (train) part reads a share of each range
+    pieces = mixing_pieces(partitions, max(1, round(documents_per_piece / max(train_share, 1e-9))),
+                           source.reads_row_ranges)
+    groups = worker_groups(pieces, backend.n_workers)  # one trainer per worker: the fewest models to mix
+    rounds = max(len(parts) for _, parts in groups)
+    between = counts.n / max(1, len(groups) * rounds) / engine.batch_size  # minibatches per trainer per round
+    if len(groups) > 1 and between > WARN_MINIBATCHES_BETWEEN_MIXING * mix_every:
+        warnings.warn(MlnbWarning(
+            f"LR on {len(groups)} Dask workers mixes its parameters every ~{between:,.0f} minibatches (each worker's "
+            f"partition is read whole), not every engine.mix_every = {mix_every}; such sparse mixing costs accuracy: "
+            "give the data as shards (mlnb convert), whose row ranges can be split, or use solver = 'lbfgs'"))
     for epoch in range(1, engine.npasses + 1):
         started = time.perf_counter()
-        mixed = backend.map_reduce(lr_pass_partition, groups, job, state, epoch, combine=mix,
-                                   description=f"LR pass {epoch}")
-        state = {**mixed.state, "passes": epoch}
+        documents = 0
+        for r in range(rounds):
+            work = [(number, parts[r:r + 1], r) for number, parts in groups if r < len(parts)]
+            mixed = backend.map_reduce(lr_pass_partition, work, job, state, epoch, combine=mix,
+                                       description=f"LR pass {epoch}, round {r + 1}/{rounds}")
+            state = {**mixed.state, "passes": epoch - 1}
+            documents += mixed.documents
+        state["passes"] = epoch
         seconds = time.perf_counter() - started
-        history.append({"pass": epoch, "seconds": seconds, "docs_per_second": mixed.documents / seconds,
-                        "trainers": len(groups)})
-        progress.log(f"LR pass {epoch}/{engine.npasses} on {backend.n_workers} Dask workers: {mixed.documents:,} "
-                     f"documents in {seconds:.1f} s, {mixed.documents / seconds:,.0f} docs/s (parameter mixing of "
-                     f"{len(groups)} trainers)")
+        history.append({"pass": epoch, "seconds": seconds, "docs_per_second": documents / seconds,
+                        "trainers": len(groups), "mixing_rounds": rounds})
+        progress.log(f"LR pass {epoch}/{engine.npasses} on {backend.n_workers} Dask workers: {documents:,} "
+                     f"documents in {seconds:.1f} s, {documents / seconds:,.0f} docs/s (parameter mixing of "
+                     f"{len(groups)} trainers, {rounds} rounds)")
     engine.set_state(state)
     if job.scale is not None:  # the state holds W′ of W = R ∘ W′
         engine.weights_prime_, engine.weights_ = engine.weights_, job.scale * engine.weights_

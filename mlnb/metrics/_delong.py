@@ -23,9 +23,10 @@ d = V(a) − V(b) (``significance``: zero exactly when a and b rank the document
     paired:  var(V10_a − V10_b; ddof 1) / m + var(V01_a − V01_b; ddof 1) / n
     single:  var(V10; ddof 1) / m + var(V01; ddof 1) / n
 
-Each column (or pair of columns) is one iteration of a parallel loop and its sums run in one
-fixed order, so the results are the same for any number of threads. Scores may be float32 or
-float64 (a float32 score converts to float64 exactly, so ties and order are kept); they must not
+Each column (or pair of columns) is computed by one thread, its sums in one fixed order, so the
+results are the same for any number of threads, any grouping of the columns into tasks (fewer per
+task when there are many threads, ``_group``) and any order in which the threads claim them (the
+most work first, ``_schedule``). Scores may be float32 or float64 (a float32 score converts to float64 exactly, so ties and order are kept); they must not
 be NaN (the callers check).
 """
 
@@ -43,6 +44,7 @@ MAX_BUCKETS = 1 << 21
 
 if HAVE_NUMBA:
     from mlnb.metrics.ranking import _bucket, _bucket_scale, _count_below
+    from mlnb.models._glm_kernels import _claim
 
     @njit(cache=True, nogil=True)
     def _add_components(z, positives, sign, out):
@@ -218,54 +220,71 @@ if HAVE_NUMBA:
         return z
 
     @njit(parallel=True, cache=True)
-    def _paired_rows(scores_a, scores_b, indptr, indices):
+    def _paired_rows(scores_a, scores_b, indptr, indices, group, order, n_threads):
         """(K, 3) of ``_paired_one`` for the columns of row-major scores_a, scores_b (n × K), the
-        positives of column k at indices[indptr[k]:indptr[k + 1]]; GROUP_COLUMNS columns are copied
-        out together (``_column_group``)."""
+        positives of column k at indices[indptr[k]:indptr[k + 1]]; ``group`` columns are copied
+        out together (``_column_group``). The groups are claimed by the threads one at a time, in
+        ``order`` (``_schedule``: the most work first)."""
         K = scores_a.shape[1]
         out = np.empty((K, 3))
-        n_groups = (K + GROUP_COLUMNS - 1) // GROUP_COLUMNS
-        for g in prange(n_groups):
-            first = g * GROUP_COLUMNS
-            width = min(GROUP_COLUMNS, K - first)
-            z_a = _column_group(scores_a, first, width)
-            z_b = _column_group(scores_b, first, width)
-            for c in range(width):
-                k = first + c
-                _paired_one(z_a[c], z_b[c], indices[indptr[k]:indptr[k + 1]], out[k])
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(n_threads):
+            o = _claim(claimed, 0)
+            while o < order.size:
+                first = order[o] * group
+                width = min(group, K - first)
+                z_a = _column_group(scores_a, first, width)
+                z_b = _column_group(scores_b, first, width)
+                for c in range(width):
+                    k = first + c
+                    _paired_one(z_a[c], z_b[c], indices[indptr[k]:indptr[k + 1]], out[k])
+                o = _claim(claimed, 0)
         return out
 
     @njit(parallel=True, cache=True)
-    def _paired_categories(scores_a, scores_b, indptr, indices):
+    def _paired_categories(scores_a, scores_b, indptr, indices, order, n_threads):
         """``_paired_rows`` for category-major scores (K × n: each category's scores contiguous)."""
         K = scores_a.shape[0]
         out = np.empty((K, 3))
-        for k in prange(K):
-            _paired_one(scores_a[k], scores_b[k], indices[indptr[k]:indptr[k + 1]], out[k])
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(n_threads):
+            o = _claim(claimed, 0)
+            while o < order.size:
+                k = order[o]
+                _paired_one(scores_a[k], scores_b[k], indices[indptr[k]:indptr[k + 1]], out[k])
+                o = _claim(claimed, 0)
         return out
 
     @njit(parallel=True, cache=True)
-    def _single_rows(scores, indptr, indices):
+    def _single_rows(scores, indptr, indices, group, order, n_threads):
         """(K, 2) of ``_single_one`` for the columns of row-major scores (n × K), as ``_paired_rows``."""
         K = scores.shape[1]
         out = np.empty((K, 2))
-        n_groups = (K + GROUP_COLUMNS - 1) // GROUP_COLUMNS
-        for g in prange(n_groups):
-            first = g * GROUP_COLUMNS
-            width = min(GROUP_COLUMNS, K - first)
-            z = _column_group(scores, first, width)
-            for c in range(width):
-                k = first + c
-                _single_one(z[c], indices[indptr[k]:indptr[k + 1]], out[k])
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(n_threads):
+            o = _claim(claimed, 0)
+            while o < order.size:
+                first = order[o] * group
+                width = min(group, K - first)
+                z = _column_group(scores, first, width)
+                for c in range(width):
+                    k = first + c
+                    _single_one(z[c], indices[indptr[k]:indptr[k + 1]], out[k])
+                o = _claim(claimed, 0)
         return out
 
     @njit(parallel=True, cache=True)
-    def _single_categories(scores, indptr, indices):
+    def _single_categories(scores, indptr, indices, order, n_threads):
         """``_single_rows`` for category-major scores (K × n)."""
         K = scores.shape[0]
         out = np.empty((K, 2))
-        for k in prange(K):
-            _single_one(scores[k], indices[indptr[k]:indptr[k + 1]], out[k])
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(n_threads):
+            o = _claim(claimed, 0)
+            while o < order.size:
+                k = order[o]
+                _single_one(scores[k], indices[indptr[k]:indptr[k + 1]], out[k])
+                o = _claim(claimed, 0)
         return out
 
     @njit(parallel=True, cache=True)
@@ -281,6 +300,27 @@ if HAVE_NUMBA:
             _add_components(np.ascontiguousarray(scores[:, r]), positives, 1.0, v)
             out[:, r] = v
         return out
+
+
+def _schedule(indptr, n: int, group: int = 1):
+    """(order of the tasks, threads) for the claiming kernels: tasks of ``group`` consecutive
+    categories, the most work first. A category's work is about n + m·log2 m (one pass over its
+    documents, the sort of its smaller class, m = min(P, n − P)), so the categories are very
+    unequal: dealt out in equal runs of categories, the thread with the large ones worked alone
+    at the end (24 categories of 4M documents, prevalence 0.5 % to 40 % in order: the 2 threads
+    of the streamed tests took as long as 1). Claimed largest first, the last tasks are small.
+    Which thread computes a category never changes its numbers."""
+    from mlnb.metrics.ranking import _largest_first_tasks
+
+    return _largest_first_tasks(indptr, n, group)
+
+
+def _group(K: int) -> int:
+    """Columns gathered per task: GROUP_COLUMNS, fewer when the K columns would leave threads idle
+    (``ranking.column_group``); each column's numbers are the same whatever its group."""
+    from mlnb.metrics.ranking import column_group, worker_threads
+
+    return column_group(K, worker_threads(), GROUP_COLUMNS)
 
 
 def _kernel_scores(scores, name: str) -> np.ndarray:
@@ -343,8 +383,10 @@ def paired_statistics(scores_a, scores_b, indptr, indices, category_major: bool 
     scores_a, scores_b = _kernel_scores(scores_a, "scores_a"), _kernel_scores(scores_b, "scores_b")
     if use_numba:
         if category_major:
-            return _paired_categories(np.ascontiguousarray(scores_a), np.ascontiguousarray(scores_b), indptr, indices)
-        return _paired_rows(scores_a, scores_b, indptr, indices)
+            return _paired_categories(np.ascontiguousarray(scores_a), np.ascontiguousarray(scores_b), indptr, indices,
+                                      *_schedule(indptr, scores_a.shape[1]))
+        group = _group(scores_a.shape[1])
+        return _paired_rows(scores_a, scores_b, indptr, indices, group, *_schedule(indptr, scores_a.shape[0], group))
     columns = (scores_a.T, scores_b.T) if category_major else (scores_a, scores_b)
     # as the kernel's _paired_one: np.var(ddof=1) / m + … / n
     return _statistics_numpy(columns, indptr, indices, lambda ss10, ss01, P, N: ss10 / (P - 1) / P + ss01 / (N - 1) / N)
@@ -357,8 +399,9 @@ def single_statistics(scores, indptr, indices, category_major: bool = False,
     scores = _kernel_scores(scores, "scores")
     if use_numba:
         if category_major:
-            return _single_categories(np.ascontiguousarray(scores), indptr, indices)
-        return _single_rows(scores, indptr, indices)
+            return _single_categories(np.ascontiguousarray(scores), indptr, indices, *_schedule(indptr, scores.shape[1]))
+        group = _group(scores.shape[1])
+        return _single_rows(scores, indptr, indices, group, *_schedule(indptr, scores.shape[0], group))
     # as the kernel's _single_one: np.cov's × 1/(m − 1)
     return _statistics_numpy((scores.T if category_major else scores,), indptr, indices,
                              lambda ss10, ss01, P, N: ss10 * (1.0 / (P - 1)) / P + ss01 * (1.0 / (N - 1)) / N)
@@ -378,41 +421,62 @@ def component_columns(scores, positives, use_numba: bool = HAVE_NUMBA) -> np.nda
 COLUMN_BLOCK_BYTES = 1 << 29
 
 
-def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES):
+def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES, n_threads: int | None = None):
     """Blocks of categories from ``column(k) -> (y, scores, …)`` (labels and one or more score
     vectors of category k), as many per block as fit in ``block_bytes`` of stacked scores:
     yields (first k, indptr, indices, [(G, n) scores per score vector]), float32 kept, other
-    types as float64. Bad input raises ``MlnbError`` as ``significance`` does."""
+    types as float64. Bad input raises ``MlnbError`` as ``significance`` does.
+
+    The G categories of a block are read on ``n_threads`` threads (default: numba's count): a
+    streamed study reads them from memory-mapped files, and one thread reading and copying 12 ×
+    40 MB of scores at 10M documents left the others idle between the parallel kernels. Each
+    category's row is the same whichever thread reads it, and an error is that of the first bad
+    category, as when they were read in turn."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from mlnb.errors import MlnbError
     from mlnb.metrics._inputs import binary_labels, score_array
+    from mlnb.metrics.ranking import worker_threads
 
-    k = 0
-    while k < K:
-        y, *scores = column(k)
-        n = np.size(scores[0])
-        itemsize = max(np.dtype(_score_dtype(s)).itemsize for s in scores)
-        G = int(max(1, min(K - k, block_bytes // max(1, n * itemsize * len(scores)))))
-        indptr, indices, rows = [0], [], [[] for _ in scores]
-        for c in range(G):
-            if c:
-                y, *scores = column(k + c)
-            y = binary_labels(np.ravel(y), f"category {k + c}: y_true").astype(bool)
-            vectors = [np.asarray(s).ravel() for s in scores]
-            for s in vectors:
-                if s.size != y.size or s.size != n:
-                    raise MlnbError(f"category {k + c}: y_true has {y.size} values but the scores have "
-                                    f"{s.size} (expected {n}, as category {k})")
-            positives = np.flatnonzero(y)
-            indices.append(positives)
-            indptr.append(indptr[-1] + positives.size)
-            for r, s in zip(rows, vectors):
-                r.append(s)
-        stacked = [np.stack(r) for r in rows]
-        # checked before the parallel loop: float32/float64 without NaN (``_inputs``)
-        stacked = [score_array(s, f"categories {k}..{k + G - 1}: scores") for s in stacked]
-        stacked = [s.astype(np.result_type(*map(_score_dtype, r)), copy=False) for s, r in zip(stacked, rows)]
-        yield k, np.asarray(indptr, np.int64), np.concatenate(indices).astype(np.int64), stacked
-        k += G
+    def read(k: int, n: int, parts=None):
+        """(positives, score vectors) of category k, checked against the block's first category."""
+        y, *scores = parts if parts is not None else column(k)
+        y = binary_labels(np.ravel(y), f"category {k}: y_true").astype(bool)
+        vectors = [np.asarray(s).ravel() for s in scores]
+        for s in vectors:
+            if s.size != y.size or s.size != n:
+                raise MlnbError(f"category {k}: y_true has {y.size} values but the scores have "
+                                f"{s.size} (expected {n}, as category {first})")
+        return np.flatnonzero(y), vectors
+
+    threads = worker_threads(n_threads)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        first = 0
+        while first < K:
+            head = column(first)
+            n = np.size(head[1])
+            itemsize = max(np.dtype(_score_dtype(s)).itemsize for s in head[1:])
+            G = int(max(1, min(K - first, block_bytes // max(1, n * itemsize * len(head[1:])))))
+            if threads > 1 and G > 1:  # results taken in order: the first bad category raises, as before
+                read_all = [pool.submit(read, first, n, head)] + [pool.submit(read, first + c, n) for c in range(1, G)]
+                parts = [job.result() for job in read_all]
+            else:
+                parts = [read(first, n, head)] + [read(first + c, n) for c in range(1, G)]
+            indices = [positives for positives, _ in parts]
+            indptr = np.concatenate([[0], np.cumsum([p.size for p in indices])]).astype(np.int64)
+            rows = list(zip(*(vectors for _, vectors in parts)))  # per score vector: its G rows
+            stacked = [np.empty((G, n), dtype=np.result_type(*(v.dtype for v in r))) for r in rows]  # as np.stack
+            copies = [(out[c], v) for out, r in zip(stacked, rows) for c, v in enumerate(r)]  # (row, its scores)
+            if threads > 1:  # numpy's copies release the GIL: the rows are read from the files in parallel
+                list(pool.map(lambda job: np.copyto(*job), copies))
+            else:
+                for row, scores in copies:
+                    np.copyto(row, scores)
+            # checked before the parallel loop: float32/float64 without NaN (``_inputs``)
+            stacked = [score_array(s, f"categories {first}..{first + G - 1}: scores") for s in stacked]
+            stacked = [s.astype(np.result_type(*map(_score_dtype, r)), copy=False) for s, r in zip(stacked, rows)]
+            yield first, indptr, np.concatenate(indices).astype(np.int64), stacked
+            first += G
 
 
 def _score_dtype(scores) -> np.dtype:

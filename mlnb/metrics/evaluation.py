@@ -72,7 +72,6 @@ categories and n_i a document's labels among them:
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -88,18 +87,23 @@ from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics._pointwise import decision_counts, pointwise_sums
 from mlnb.metrics.classification import logit
 from mlnb.metrics.ranking import (_label_column_reader, auc_from_curve, average_precision_from_curve, depth_lift,
-                                  fpr_grid, gains_on_grid, label_ranking_metrics, rank_curve, roc_lift, roc_on_grid)
+                                  fpr_grid, gains_on_grid, label_ranking_metrics, rank_curve, roc_lift, roc_on_grid,
+                                  worker_threads)
 
 CALIBRATION_BINS = 10
 #: metrics where a smaller value is better (everything else: larger is better)
 LOWER_IS_BETTER = ("log_loss", "brier", "mean_log_loss", "mean_brier", "coverage_error", "label_ranking_loss")
 PER_CATEGORY_COLUMNS = ["category", "name", "n_pos", "n_neg", "prevalence", "auc", "average_precision",
                         "expected_accuracy", "accuracy", "precision", "recall", "f1",
-                        "log_loss", "brier", "tp", "fp", "fn", "tn", "excluded"]
+                        "log_loss", "brier", "tp", "fp", "fn", "tn", "excluded", "included"]
 #: reason of a category without a positive or without a negative test document
 NO_TEST_POSITIVE_OR_NEGATIVE = "no test positive or negative"
 #: reason of the categories passed to ``exclude`` as plain indices
 UNTRAINABLE = "untrainable"
+#: how ``evaluate`` treats untrainable categories (no training positive or negative), as a run's
+#: ``eval.untrainable``: leave them out of every average and pool, score them by their training prior
+#: (``prior_log_odds``), or keep them as the model scored them
+UNTRAINABLE_RULES = ("exclude", "prior", "keep")
 #: summary keys that do not come from the per-category table (``multiclass`` carries them over)
 POOLED_KEYS = ("micro_auc", "micro_average_precision", "precision_at_k", "label_ranking_average_precision",
                "coverage_error", "label_ranking_loss")
@@ -110,7 +114,9 @@ class Evaluation:
     """Metrics of one model on one test set.
 
     per_category : DataFrame, one row per category (columns PER_CATEGORY_COLUMNS); ``excluded``
-                   holds the reason a category is left out of the averages ("" if it is not)
+                   holds the reason a category is left out of the averages ("" if it is not), and
+                   ``included`` is True exactly where it is "": the macro averages are the means of
+                   the included rows (``per_category[per_category.included].auc.mean()`` = macro AUC)
     summary      : micro and macro averages (dict of floats and counts)
     grid         : x values of the curve grids (FPR for ROC, depth for gains)
     roc_tpr      : (K, G) TPR at each grid FPR (NaN rows for excluded categories)
@@ -133,6 +139,42 @@ class Evaluation:
     excluded: np.ndarray
     calibration: pd.DataFrame
     baselines: dict
+
+    def __init_subclass__(cls, **kwargs):
+        # the short repr below for subclasses too: @dataclass writes a __repr__ only where a class has none
+        super().__init_subclass__(**kwargs)
+        cls.__repr__ = Evaluation.__repr__
+
+    #: the summary's headline metrics, as ``repr`` and the notebook table show them
+    HEADLINE = (("macro_auc", "macro AUC"), ("micro_auc", "micro AUC"), ("macro_f1", "macro F1"),
+                ("micro_f1", "micro F1"), ("macro_average_precision", "macro AP"),
+                ("mean_log_loss", "mean log loss"))
+
+    def __repr__(self) -> str:
+        """One line: the test set's size, the categories averaged, the headline metrics."""
+        s = self.summary
+        metrics = ", ".join(f"{label} {s[key]:.4f}" for key, label in self.HEADLINE if key in s)
+        return (f"<{type(self).__name__} of {self._n_documents()} documents × {s['n_categories']} categories "
+                f"({s['n_evaluable']} averaged, {s['n_excluded']} excluded): {metrics}>")
+
+    def _n_documents(self) -> int:
+        table = self.per_category
+        return int(table["n_pos"].iloc[0] + table["n_neg"].iloc[0]) if len(table) else 0
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the headline metrics, then the categories (the largest first, 10 of them)."""
+        import html
+
+        s = self.summary
+        head = "".join(f"<th>{label}</th>" for key, label in self.HEADLINE if key in s)
+        values = "".join(f"<td>{s[key]:.4f}</td>" for key, label in self.HEADLINE if key in s)
+        shown = ["name", "n_pos", "auc", "average_precision", "f1", "log_loss", "excluded"]
+        top = self.per_category.sort_values("n_pos", ascending=False, kind="stable").head(10)[shown]
+        return (f"<div><p><b>{html.escape(type(self).__name__)}</b>: {self._n_documents()} documents × "
+                f"{s['n_categories']} categories, {s['n_evaluable']} averaged, {s['n_excluded']} excluded</p>"
+                f"<table><tr>{head}</tr><tr>{values}</tr></table>"
+                f"<p>The {len(top)} largest categories of {len(self.per_category)} (all: <code>.per_category</code>)</p>"
+                f"{top.to_html(index=False, float_format=lambda v: f'{v:.4f}')}</div>")
 
     @property
     def roc_lift(self) -> np.ndarray:
@@ -266,6 +308,34 @@ def caller_exclusions(exclude, K: int) -> dict[int, str]:
     return reasons
 
 
+def _untrainable_rule(Y_train, rule: str, scores: np.ndarray, exclude, train_prevalence):
+    """(scores, exclude, train_prevalence) after a run's ``eval.untrainable`` rule for the categories
+    without a positive or a negative in ``Y_train`` (study.py does the same with the training counts)."""
+    if rule not in UNTRAINABLE_RULES:
+        raise MlnbError(f"untrainable must be one of {UNTRAINABLE_RULES}, got {rule!r}")
+    if Y_train is None:
+        return scores, exclude, train_prevalence
+    K = scores.shape[1]
+    Y_train = check_labels(Y_train, "Y_train")
+    if Y_train.shape[1] != K:
+        raise MlnbError(f"Y_train has {Y_train.shape[1]} categories, but scores have {K}")
+    n_train = Y_train.shape[0]
+    positives = np.bincount(Y_train.indices, minlength=K).astype(np.float64)  # (K,) N, from integer counts
+    if train_prevalence is None:
+        train_prevalence = positives / max(n_train, 1)
+    untrainable = np.flatnonzero((positives == 0) | (positives == n_train))
+    if rule == "exclude" and untrainable.size:
+        reasons = caller_exclusions(exclude, K)
+        exclude = {int(k): UNTRAINABLE for k in untrainable} | reasons  # the caller's reason wins
+    elif rule == "prior" and untrainable.size:
+        from mlnb.models._linear import prior_log_odds  # (models sit below metrics; imported when used)
+
+        prior = prior_log_odds(positives, n_train).astype(np.float32)  # (K,), as a run's
+        scores = scores.copy()
+        scores[:, untrainable] = prior[untrainable]
+    return scores, exclude, train_prevalence
+
+
 def _prevalence(train_prevalence, K: int) -> np.ndarray | None:
     if train_prevalence is None:
         return None
@@ -288,12 +358,17 @@ def _score_matrix(values, shape, name: str) -> np.ndarray:
 def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float = 0.5,
              roc_points: int = 101, curve_categories=None, top_k: int = 2,
              n_threads: int | None = None, *, decisions=None, probability_scores=None,
-             exclude=None, train_prevalence=None) -> Evaluation:
+             exclude=None, train_prevalence=None, Y_train=None, untrainable: str = "exclude") -> Evaluation:
     """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1).
+
+    Given the training labels ``Y_train``, the categories without a training positive or negative
+    are treated as a run treats them (``untrainable``, a run's ``eval.untrainable``), so that
+    ``evaluate(Y_test, model.decision_function(X_test), names, Y_train=Y_train)`` gives a run's
+    numbers on the same split.
 
     curve_categories : category indices whose exact ROC curves to keep (None: all)
     top_k : k of the summary's ``precision_at_k``
-    n_threads : categories evaluated in parallel (default: every core)
+    n_threads : categories evaluated in parallel (default: numba's thread count, every core unless set)
     decisions : (n × K) 0/1, sparse or dense: the decisions of a rule applied elsewhere, for the
                 decision metrics instead of [scores ≥ logit(threshold)]
     probability_scores : (n × K) calibrated log-odds for the probability metrics (±inf allowed:
@@ -301,7 +376,13 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     exclude : categories to leave out of every average and pool: indices (reason "untrainable")
               or {index: reason}
     train_prevalence : (K,) training share of positives, for the ``prevalence_random`` baseline
-                       (default: the test prevalence)
+                       (default: Y_train's, else the test prevalence)
+    Y_train : (n_train × K) 0/1 training labels, sparse or dense: which categories are untrainable
+              (no training positive or no negative), their training prior, and train_prevalence
+    untrainable : one of ``UNTRAINABLE_RULES``, for the untrainable categories of ``Y_train``:
+                  "exclude" them from every average and pool (a run's default), score them by their
+                  training prior log((N + ½)/(n − N + ½)) in place of the model's scores ("prior"), or
+                  "keep" them as scored. Without Y_train no category is known to be untrainable.
     """
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise MlnbError(f"top_k must be a positive integer, got {top_k!r}")
@@ -311,6 +392,7 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     n, K = scores.shape
     if n == 0 or K == 0:
         raise MlnbError(f"Y_true and scores: nothing to evaluate ({n} documents × {K} categories)")
+    scores, exclude, train_prevalence = _untrainable_rule(Y_train, untrainable, scores, exclude, train_prevalence)
     if probability_scores is not None:
         probability_scores = _score_matrix(probability_scores, scores.shape, "probability_scores")
     reasons = caller_exclusions(exclude, K)
@@ -326,7 +408,7 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     def work(k: int):
         return _rank_part(column(k), np.ascontiguousarray(scores[:, k]), grid, k in keep)
 
-    with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=worker_threads(n_threads)) as pool:  # numba's count: one setting for all
         pooled_ranks = pool.submit(pooled_rank_metrics, Y_true, scores, columns)  # alongside the rest
         pooled_precision = pool.submit(precision_at_k, Y_true, scores, int(top_k), columns)
         # the numba kernels run here, one after the other (a workqueue layer forbids concurrent ones)
@@ -369,7 +451,8 @@ def assemble_evaluation(n: int, names: list, sums: dict, decided, ranked: list, 
         "expected_accuracy": sums["expected"] / n,
         "accuracy": (n - fp - fn) / n, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
         "f1": _ratio(2 * tp, 2 * tp + fp + fn), "log_loss": sums["log_loss"] / n, "brier": sums["brier"] / n,
-        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn, "excluded": why}, columns=PER_CATEGORY_COLUMNS)
+        "tp": tp, "fp": fp, "fn": fn, "tn": n - tp - fp - fn, "excluded": why, "included": why == ""},
+        columns=PER_CATEGORY_COLUMNS)
     roc_tpr = np.vstack([r[1] for r in ranked]) if K else np.empty((0, grid.size))
     gains = np.vstack([r[2] for r in ranked]) if K else np.empty((0, grid.size))
     curves = {k: ranked[k][3] for k in sorted(keep) if k < K}

@@ -197,6 +197,7 @@ AUC_GROUP_COLUMNS = 8  # columns gathered together from the row-major matrix (on
 SMALL_BUCKET = 16  # buckets up to this size are ordered by insertion, larger ones by np.sort
 
 if HAVE_NUMBA:
+    from mlnb.models._glm_kernels import _claim
 
     @njit(cache=True, nogil=True)
     def _count_below(A, lo, hi, x):
@@ -314,27 +315,32 @@ if HAVE_NUMBA:
         return twice_u / (2.0 * P * N)
 
     @njit(parallel=True, cache=True)
-    def _auc_columns_sparse(S, indptr, indices, group):
+    def _auc_columns_sparse(S, indptr, indices, group, order, n_threads):
         """AUC of each column of S (n × K), positives of column k at indices[indptr[k]:indptr[k + 1]]
-        (CSC); a column with a NaN gives NAN_SCORES, which the caller reports."""
+        (CSC); a column with a NaN gives NAN_SCORES, which the caller reports. Tasks of ``group``
+        columns, claimed by the threads one at a time in ``order`` (the most work first:
+        ``_largest_first_tasks``)."""
         n, K = S.shape
-        n_groups = (K + group - 1) // group
         out = np.empty(K)
-        for g in prange(n_groups):
-            first = g * group
-            width = min(group, K - first)
-            z = np.empty((width, n))
-            for i in range(n):  # the row's ``width`` values are adjacent: one pass over S per group
-                for c in range(width):
-                    z[c, i] = S[i, first + c]
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(n_threads):
             positive = np.zeros(n, dtype=np.uint8)
-            for c in range(width):
-                k = first + c
-                for q in range(indptr[k], indptr[k + 1]):
-                    positive[indices[q]] = 1
-                out[k] = _column_auc(z[c], positive)
-                for q in range(indptr[k], indptr[k + 1]):
-                    positive[indices[q]] = 0
+            o = _claim(claimed, 0)
+            while o < order.size:
+                first = order[o] * group
+                width = min(group, K - first)
+                z = np.empty((width, n))
+                for i in range(n):  # the row's ``width`` values are adjacent: one pass over S per group
+                    for c in range(width):
+                        z[c, i] = S[i, first + c]
+                for c in range(width):
+                    k = first + c
+                    for q in range(indptr[k], indptr[k + 1]):
+                        positive[indices[q]] = 1
+                    out[k] = _column_auc(z[c], positive)
+                    for q in range(indptr[k], indptr[k + 1]):
+                        positive[indices[q]] = 0
+                o = _claim(claimed, 0)
         return out
 
 
@@ -351,14 +357,18 @@ def roc_auc_per_category(Y_true, scores, n_threads: int | None = None, use_numba
         return np.empty(0)
     if use_numba:
         indptr, indices = _positives_by_column(Y_true, K)
-        auc = _with_threads(lambda: _auc_columns_sparse(S, indptr, indices, AUC_GROUP_COLUMNS), n_threads)
+        def run():
+            group = column_group(K, worker_threads(), AUC_GROUP_COLUMNS)
+            return _auc_columns_sparse(S, indptr, indices, group, *_largest_first_tasks(indptr, n, group))
+
+        auc = _with_threads(run, n_threads)
         if (auc == NAN_SCORES).any():
             raise MlnbError(f"roc_auc: scores contain NaN (column {int(np.argmax(auc == NAN_SCORES))})")
         return auc
     if np.isnan(S).any():
         raise MlnbError("roc_auc: scores contain NaN")
     column = _label_column_reader(Y_true, n)
-    with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=worker_threads(n_threads)) as pool:
         return np.array(list(pool.map(lambda k: auc_from_curve(
             rank_curve(column(k), np.ascontiguousarray(S[:, k]))), range(K))), dtype=np.float64)
 
@@ -372,6 +382,45 @@ def _positives_by_column(Y_true, K: int) -> tuple[np.ndarray, np.ndarray]:
         return Y.indptr, Y.indices
     columns, rows = np.nonzero(np.asarray(Y_true).T)  # column after column, rows ascending
     return np.r_[0, np.cumsum(np.bincount(columns, minlength=K))], rows
+
+
+def worker_threads(n_threads: int | None = None) -> int:
+    """Threads of a pool of per-category work: ``n_threads``, else numba's thread count (what
+    ``numba.set_num_threads`` or NUMBA_NUM_THREADS chose, every core by default), so that the pools
+    and the compiled kernels of a stage use the same number of threads; the cores without numba."""
+    if n_threads:
+        return max(1, int(n_threads))
+    if HAVE_NUMBA:
+        import numba
+
+        return numba.get_num_threads()
+    return os.cpu_count() or 1
+
+
+def column_group(K: int, threads: int, widest: int) -> int:
+    """Columns per task of a parallel loop over K columns: ``widest`` (gathered from the row-major
+    matrix together, in one pass over its rows), fewer when there would be fewer than four tasks
+    per thread: 103 categories in 13 groups of 8 leave 3 of 16 threads idle, and the threads,
+    which claim the tasks the largest first (``_largest_first_tasks``), balance their work with
+    the small tasks at the end. Fewer columns per group cost more per column (more passes over
+    the rows: on 2 cores, groups of 6 took 1.4× the CPU time of groups of 8), so 2 threads keep
+    8. A column's numbers do not depend on its group or its thread: the same bits."""
+    return int(max(1, min(widest, K // max(4 * threads, 1))))
+
+
+def _largest_first_tasks(indptr, n: int, group: int = 1) -> tuple[np.ndarray, int]:
+    """(order, threads) of tasks of ``group`` consecutive columns for a kernel whose threads claim
+    them one at a time: the tasks by their work, the most first (ties by index), and the threads
+    to start (no more than the tasks). A column's work is about n + m·log2 m, m = min(P, n − P)
+    its smaller class (``_column_auc`` and DeLong sort it and pass over the n documents)."""
+    P = np.diff(np.asarray(indptr, dtype=np.int64))
+    m = np.minimum(P, n - P).astype(np.float64)
+    work = n + m * np.log2(m + 1.0)  # (K,)
+    K = work.size
+    starts = np.arange(0, K, max(group, 1))
+    tasks = np.add.reduceat(work, starts) if K else np.zeros(0)
+    order = np.argsort(-tasks, kind="stable").astype(np.int64)
+    return order, int(max(1, min(worker_threads(), order.size)))
 
 
 def _with_threads(run, n_threads: int | None):

@@ -75,7 +75,7 @@ from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import (CALIBRATION_BINS, Evaluation, _calibration_table, _prevalence,
                                      _rank_part, _score_matrix, assemble_evaluation, caller_exclusions,
                                      precision_hits)
-from mlnb.metrics.ranking import LABEL_RANKING_NAMES, fpr_grid, label_ranking_sums
+from mlnb.metrics.ranking import LABEL_RANKING_NAMES, fpr_grid, label_ranking_sums, worker_threads
 
 MICRO_BINS = 1 << 20  # bins of the pooled histogram behind micro AUC / AP (16 MiB per thread)
 SPILL_VERSION = 1
@@ -652,7 +652,7 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
             count_column(*mine, micro_grid, z, positions)
         return result
 
-    with ThreadPoolExecutor(max_workers=n_threads or os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=worker_threads(n_threads)) as pool:  # numba's thread count, as ``evaluate``
         ranked = list(progress.track(pool.map(work, range(K)), total=K, description="ROC / lift per category"))
     pos, neg = np.zeros(micro_bins + 2, np.int64), np.zeros(micro_bins + 2, np.int64)
     for thread_pos, thread_neg in histograms.values():

@@ -17,6 +17,14 @@ documents, load ~3 on 2 cores: two threads dealt their tasks took 64–80 ms,
 against 28–30 ms on one). Each row is still summed by one task in document
 order, so the sums do not depend on the thread count.
 
+The all-documents task alone reads every non-zero, a quarter of the pass on RCV1, so one task
+per row capped the speed-up at about 4× whatever the cores. Sums of whole numbers (counts,
+presence: the float32 path below) are exact in any order, so there a row with more than 1/64 of
+the pass's work is cut into pieces of consecutive documents, each summed into a float64 row of its
+own and added after, in order (``_pieces``): the same bits as one task's, for any number of
+threads. The cut depends on the data only. Other values (tf-idf) keep one task per row: cutting
+would change the order of their sums.
+
 A category's documents are scattered through X, and each of its rows waited on
 memory: the task asks for the row of the document ``_AHEAD`` places ahead
 before it sums the current one (300k RCV1-shaped documents, one thread: 1.4–1.5×
@@ -114,21 +122,16 @@ if HAVE_NUMBA:
             partial[w] = 0
 
     @njit(cache=True)
-    def _count_task(k, y_indptr, y_indices, indptr, indices, data, binary, exact32, flush_every, Fx, F2x, S,
+    def _count_task(everyone, first, last, y_indices, indptr, indices, data, binary, exact32, flush_every, row, row2,
                     partial):
-        """Row k of Fx (and F2x): k < K sums category k's documents, k = K all of them, in document order;
-        S[k] = Σ_w Fx[k, w]. With exact32 the sums of integers are made in ``partial`` (float32), flushed
-        to Fx every ``flush_every`` documents."""
-        K1 = Fx.shape[0]
-        everyone = k == K1 - 1
-        first = 0 if everyone else y_indptr[k]
-        last = indptr.size - 1 if everyone else y_indptr[k + 1]
-        squares = F2x.shape[0] > 0
-        row = Fx[k]
+        """row (and row2, with squares) = the sums of documents first … last − 1 (positions in
+        y_indices, or with ``everyone`` document numbers), in document order. With exact32 the sums
+        of integers are made in ``partial`` (float32), flushed to row every ``flush_every`` documents."""
+        squares = row2.size > 0
         if not exact32:
             row[:] = 0.0
             if squares:
-                F2x[k, :] = 0.0
+                row2[:] = 0.0
         flushed = False
         for q in range(first, last):
             i = q if everyone else y_indices[q]
@@ -137,7 +140,6 @@ if HAVE_NUMBA:
                 _prefetch_document(y_indices[q + _AHEAD], indptr, indices, data)
             if not exact32:
                 if squares:
-                    row2 = F2x[k]
                     for p in range(indptr[i], indptr[i + 1]):
                         v = np.float64(data[p])
                         row[indices[p]] += v
@@ -161,22 +163,76 @@ if HAVE_NUMBA:
                     partial[indices[p]] += data[p]
         if exact32:
             _flush(partial, row, flushed)
-        S[k] = _row_total(row)
 
     @njit(parallel=True, cache=True)
-    def _count_tasks(order, n_threads, y_indptr, y_indices, indptr, indices, data, binary, exact32, flush_every,
-                     Fx, F2x, S):
-        """Every task k of ``order`` (see ``_count_task``), each thread claiming the next unclaimed one:
-        a thread that the system holds back (another busy process) delays only the task it holds."""
-        V = Fx.shape[1]
+    def _count_tasks(tasks, n_threads, y_indices, indptr, indices, data, binary, exact32, flush_every,
+                     Fx, F2x, pieces, piece_ptr, S):
+        """Every task of ``tasks`` (rows: Fx row k, first, last, piece), each thread claiming the next
+        unclaimed one: a thread that the system holds back (another busy process) delays only the
+        task it holds. A task with piece −1 sums into row k of Fx (and F2x) itself, one with piece
+        p ≥ 0 into pieces[p]; then row k = Σ its pieces pieces[piece_ptr[k]:piece_ptr[k + 1]] in
+        order, and S[k] = Σ_w Fx[k, w]."""
+        K1, V = Fx.shape
+        squares = F2x.shape[0] > 0
         claimed = np.zeros(1, dtype=np.int64)
         for _ in prange(n_threads):
             partial = np.zeros(V if exact32 else 0, dtype=np.float32)  # this thread's cached row
             o = _claim(claimed, 0)
-            while o < order.size:
-                _count_task(order[o], y_indptr, y_indices, indptr, indices, data, binary, exact32, flush_every,
-                            Fx, F2x, S, partial)
+            while o < tasks.shape[0]:
+                k, first, last, piece = tasks[o, 0], tasks[o, 1], tasks[o, 2], tasks[o, 3]
+                row = Fx[k] if piece < 0 else pieces[piece]
+                row2 = (F2x[k] if squares else F2x[0, :0]) if piece < 0 else F2x[0, :0]
+                _count_task(k == K1 - 1, first, last, y_indices, indptr, indices, data, binary, exact32, flush_every,
+                            row, row2, partial)
                 o = _claim(claimed, 0)
+        for k in prange(K1):
+            a, e = piece_ptr[k], piece_ptr[k + 1]
+            if e > a:  # whole numbers below 2^53: their sum is exact in any order, the same as one task's
+                row = Fx[k]
+                row[:] = pieces[a]
+                for p in range(a + 1, e):
+                    row += pieces[p]
+            S[k] = _row_total(Fx[k])
+
+
+#: a row of F (or t) with more work than this share of the whole pass is summed in pieces
+PIECE_SHARE = 1 / 64
+MIN_PIECE_WORK = 1 << 18  # non-zeros: smaller pieces cost more in merging (a pass over V) than they save
+PIECE_BYTES = 1 << 26  # bound on the pieces' float64 rows
+
+
+def _pieces(work: np.ndarray, first: np.ndarray, last: np.ndarray, V: int, split: bool):
+    """(tasks (T, 4) int64: row, first, last, piece; piece_ptr (K + 2,); number of pieces).
+
+    Tasks are whole rows, the largest first; with ``split`` (sums of whole numbers only, which
+    are exact in any order) a row whose work exceeds ``PIECE_SHARE`` of the pass is cut into
+    pieces of consecutive documents, summed apart and added after. The cut depends on the data
+    alone, never on the threads, and since the sums are exact the rows are the same bits as one
+    task's: all that changes is that the RCV1's all-documents row t (a quarter of the work of
+    the pass) and its largest categories no longer bound the speed-up (at most 4× before)."""
+    rows = work.size
+    per = np.ones(rows, dtype=np.int64)
+    if split:
+        target = max(MIN_PIECE_WORK, int(work.sum() * PIECE_SHARE))
+        per = np.maximum(1, -(-work // target)).astype(np.int64)
+        budget = max(0, PIECE_BYTES // (8 * max(V, 1)))  # pieces of float64 rows that fit the bound
+        while per[per > 1].sum() > budget and (per > 1).any():  # coarser cuts where memory is short
+            per = np.where(per > 1, np.maximum(1, per // 2), 1)
+    piece_ptr = np.zeros(rows + 1, dtype=np.int64)
+    piece_ptr[1:] = np.cumsum(np.where(per > 1, per, 0))
+    tasks, sizes = [], []
+    for k in range(rows):
+        if per[k] == 1:
+            tasks.append((k, first[k], last[k], -1))
+            sizes.append(work[k])
+            continue
+        bounds = np.linspace(first[k], last[k], per[k] + 1).astype(np.int64)
+        for j in range(per[k]):
+            tasks.append((k, bounds[j], bounds[j + 1], piece_ptr[k] + j))
+            sizes.append(work[k] / per[k])
+    tasks = np.asarray(tasks, dtype=np.int64).reshape(-1, 4)
+    return np.ascontiguousarray(tasks[_largest_first(np.asarray(sizes, dtype=np.float64))]), piece_ptr, \
+        int(piece_ptr[-1])
 
 
 def _largest_first(work: np.ndarray) -> np.ndarray:
@@ -199,12 +255,15 @@ def _numba_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool, squares: boo
     reads = np.diff(X.indptr)[Yc.indices].cumsum()
     reads = np.concatenate([[0], reads])[Yc.indptr]
     work = np.concatenate([np.diff(reads), [X.nnz]]) + V
-    order = _largest_first(work)
+    first = np.concatenate([Yc.indptr[:-1], [0]]).astype(np.int64)  # row K (t): document numbers 0 … n − 1
+    last = np.concatenate([Yc.indptr[1:], [X.shape[0]]]).astype(np.int64)
+    tasks, piece_ptr, n_pieces = _pieces(work, first, last, V, split=exact32)
     Fx = np.empty((K + 1, V))  # rows 0..K−1: F; row K: t
-    F2x = np.empty((K + 1, V)) if squares else np.zeros((0, 0))
+    F2x = np.empty((K + 1, V)) if squares else np.zeros((1, 0))
+    pieces = np.empty((n_pieces, V))
     S = np.empty(K + 1)
-    _count_tasks(order, min(numba.get_num_threads(), K + 1), Yc.indptr, Yc.indices, X.indptr, X.indices, X.data, binary, exact32, flush_every,
-                 Fx, F2x, S)
+    _count_tasks(tasks, min(numba.get_num_threads(), tasks.shape[0]), Yc.indices, X.indptr, X.indices, X.data,
+                 binary, exact32, flush_every, Fx, F2x, pieces, piece_ptr, S)
     return ChunkCounts(Fx[:K], Fx[K], S[:K], F2x[:K] if squares else None, F2x[K] if squares else None)
 
 

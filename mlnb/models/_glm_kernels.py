@@ -15,13 +15,17 @@ Step on minibatch B (m documents; t = step number from 1; lrate per category):
 
     Z = X_B·W + b                          (m × K)
     D = P − Y_B,  P = link(Z)              (m × K)
-    G = X_Bᵀ·D / m + l2·W + l1·sign(W)     on the rows of W that B touches
+    G = X_Bᵀ·D / m                         on the rows of W that B touches (the loss's gradient)
     g_b = 1ᵀ·D / m
-    adagrad:  S += G²;  W −= lrate · t^(−texp) · G / ((S / t)^vexp + ε)
-    sgd:                W −= lrate · t^(−texp) · G
+    adagrad:  S += G²;  α = lrate · t^(vexp−texp) / (S^vexp + ε)
+    sgd:                α = lrate · t^(−texp)
+    W ← the regularised step (``_regularisation``): e^(−l2·α)·W − α·φ(l2·α)·G when l1 = 0
 
-With texp = vexp = ½ the adagrad step is the classic lrate · G / √ΣG².
-The link, chosen once per fit, is the only thing that differs between tasks
+With texp = vexp = ½ the adagrad step is the classic lrate · G / (√ΣG² + ε). A row of W that B does
+not touch takes the step with G = 0, lazily: ``minibatch.Updater`` keeps how far each row is behind,
+and region 0 of the numba step (the scipy step: before its product) brings the rows B touches up to
+date before they are read, in one closed-form step per row; ``flush`` does so for every row at the
+end of a pass. The link, chosen once per fit, is the only thing that differs between tasks
 (D = P − Y is the gradient of its log loss in Z either way):
 
     sigmoid (multilabel, K independent categories):
@@ -37,16 +41,18 @@ same step trains W′ of the re-parameterisation W = R ∘ W′ (a per-word,
 per-category rescaling of the features):
 
     Z = X_B·(R ∘ W′) + b
-    G = R ∘ (X_Bᵀ·D) / m + l2·W′ + l1·sign(W′)     (the chain rule through R ∘ W′)
+    G = R ∘ (X_Bᵀ·D) / m                             (the chain rule through R ∘ W′)
 
-and the update above applies to W′. Without a scale (R = None) numba compiles a
+and the update above applies to W′ (regularising W′). Without a scale (R = None) numba compiles a
 specialisation in which the ``R is None`` branches are pruned.
 
-The numba step: two parallel regions, claimed dynamically
----------------------------------------------------------
+The numba step: two parallel regions (three when regularised), claimed dynamically
+---------------------------------------------------------------------------------
 On a busy machine a thread of a parallel region is regularly descheduled, and
 every region ends by waiting for all its threads. So a step enters only two
-regions, and the threads of each claim their work in small pieces from a shared
+regions (and, with l1 or l2 > 0, a region 0 before them: for each word block, the
+catch-up of the rows the minibatch touches; the cuts below are then made first, serially),
+and the threads of each claim their work in small pieces from a shared
 atomic counter, so that a late thread finds the work done by the others instead
 of holding half of it:
 
@@ -69,9 +75,8 @@ time, instead of one C library call per value (the sigmoid went from ~0.2 to
 
 Every document's z_i and d_i and every word's g_j is summed by one thread in a
 fixed order (words in order of position, documents in minibatch order), so the
-result does not depend on the number of threads or on who claimed what — and it
-is bit for bit the result of the earlier design (a serial transpose between
-three regions), which summed in the same order.
+result does not depend on the number of threads or on who claimed what (a row's
+catch-up and update read and write that row only).
 
 Which number of threads: ``ThreadPolicy`` runs small steps on one thread (two
 region entries cost more than they save) and otherwise measures: it keeps the
@@ -89,6 +94,7 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp, softmax
 
 from mlnb._numba import HAVE_NUMBA, IEEE, njit, prange
+from mlnb.models._regularisation import regularised_step
 
 #: the links a kernel can take: sigmoid for multilabel, softmax for multiclass
 LINKS = ("sigmoid", "softmax")
@@ -114,14 +120,38 @@ def _softmax_residual(Z, Yb):
 _SCIPY_RESIDUALS = {"sigmoid": _sigmoid_residual, "softmax": _softmax_residual}
 
 
-def _update_bias(b, Sb, D, lrate, t, adagrad, texp, vexp, eps):
+def _update_bias(b, Sb, D, lrate, tau, adagrad, vexp, eps):
+    """g_b = 1ᵀ·D / m;  adagrad: S_b += g_b², b −= lrate·τ·g_b / (S_b^vexp + ε);  sgd: b −= lrate·τ·g_b."""
     gb = D.mean(axis=0)  # (K,)
-    scale = lrate * np.float32(t ** (-texp))
+    scale = lrate * np.float32(tau)
     if adagrad:
         Sb += gb * gb
-        b -= scale * gb / ((Sb / t) ** vexp + eps)
+        b -= scale * gb / (Sb ** np.float32(vexp) + np.float32(eps))
     else:
         b -= scale * gb
+
+
+def step_sizes(S_rows, lrate, adagrad: bool, vexp: float, eps: float) -> np.ndarray:
+    """c = lrate / (S^vexp + ε) (adagrad) or lrate (sgd), per coordinate of the given rows (float32):
+    a coordinate's step is α = c·τ_t."""
+    if not adagrad:
+        return np.broadcast_to(lrate, S_rows.shape).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        return lrate / (S_rows ** np.float32(vexp) + np.float32(eps))
+
+
+def flush_rows(W, updater) -> None:
+    """Regularise every row of W up to the updater's T (numpy; ``NumbaKernel.flush`` compiles it)."""
+    if not updater.regularised:
+        updater.T_last[:] = updater.T
+        return
+    behind = np.flatnonzero(updater.T_last < updater.T)
+    if behind.size:
+        S_rows = updater.S[behind] if updater.adagrad else np.zeros((behind.size, W.shape[1]), np.float32)
+        u = step_sizes(S_rows, updater.lrate, updater.adagrad, updater.vexp, updater.epsilon) * \
+            (updater.T - updater.T_last[behind]).astype(np.float32)[:, None]
+        W[behind] = regularised_step(W[behind], 0, u, updater.l1, updater.l2)
+    updater.T_last[:] = updater.T
 
 
 class ScipyKernel:
@@ -141,36 +171,40 @@ class ScipyKernel:
         """Whether W holds an infinite or NaN weight (asked once per pass)."""
         return not np.isfinite(W).all()
 
+    def flush(self, W, updater) -> None:
+        """Regularise every row up to now (the end of a pass; see ``Updater``)."""
+        flush_rows(W, updater)
+
     def step(self, X_B: sp.csr_matrix, Y_B: sp.csr_matrix, W, b, updater, R=None) -> float:
-        updater.t += 1
-        t, lrate, adagrad = updater.t, updater.lrate, updater.adagrad
+        tau, before = updater.advance()
+        lrate, adagrad = updater.lrate, updater.adagrad
         m = X_B.shape[0]
         touched = np.zeros(X_B.shape[1], dtype=bool)
         touched[X_B.indices] = True
         cols = np.flatnonzero(touched)
         self.position[cols] = np.arange(cols.size)
         Xs = sp.csr_matrix((X_B.data, self.position[X_B.indices], X_B.indptr), shape=(m, cols.size))
+        S_rows = updater.S[cols] if adagrad else None
+        if updater.regularised:  # catch up on the steps these rows missed, before they are read
+            u = step_sizes(S_rows if adagrad else np.zeros((cols.size, W.shape[1]), np.float32), lrate, adagrad,
+                           updater.vexp, updater.epsilon) * (before - updater.T_last[cols]).astype(np.float32)[:, None]
+            W[cols] = regularised_step(W[cols], 0, u, updater.l1, updater.l2)
         Wc = W[cols]  # (|cols|, K)
         Rc = None if R is None else R[cols]  # (|cols|, K)
         Z = Xs @ (Wc if Rc is None else Rc * Wc) + b  # (m, K)
         Yb = Y_B.toarray().astype(np.float32)  # (m, K)
         D, loss = self.residual(Z, Yb)  # (m, K)
-        G = (Xs.T @ D) / np.float32(m)  # (|cols|, K)
+        G = (Xs.T @ D) / np.float32(m)  # (|cols|, K): the loss's gradient only
         if Rc is not None:
             G *= Rc
-        if updater.l2:
-            G += np.float32(updater.l2) * Wc
-        if updater.l1:
-            G += np.float32(updater.l1) * np.sign(Wc)
-        scale = lrate * np.float32(t ** (-updater.texp))
         if adagrad:
-            S = updater.S
-            S[cols] += G * G
-            W[cols] = Wc - scale * G / ((S[cols] / np.float32(t)) ** np.float32(updater.vexp)
-                                        + np.float32(updater.epsilon))
-        else:
-            W[cols] = Wc - scale * G
-        _update_bias(b, updater.Sb, D, lrate, t, adagrad, updater.texp, updater.vexp, updater.epsilon)
+            S_rows += G * G
+            updater.S[cols] = S_rows
+        alpha = step_sizes(S_rows if adagrad else np.zeros_like(G), lrate, adagrad, updater.vexp,
+                           updater.epsilon) * np.float32(tau)  # (|cols|, K)
+        W[cols] = regularised_step(Wc, G, alpha, updater.l1, updater.l2)
+        updater.T_last[cols] = updater.T
+        _update_bias(b, updater.Sb, D, lrate, tau, adagrad, updater.vexp, updater.epsilon)
         return loss
 
 
@@ -229,6 +263,7 @@ if HAVE_NUMBA:
     from numba.core.extending import intrinsic
 
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
+    from mlnb.models._regularisation import LINEAR_BELOW, regularised_row
 
     @intrinsic
     def _claim(typingctx, counters, index):
@@ -379,10 +414,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _documents_region(indptr, indices, data, y_indptr, y_indices, W, b, R, softmax_link, D, losses,
-                          first_words, cuts, counters, n_threads, docs_per_piece, terms):
-        """Region 1: D_i = link(b + x_i·(R ∘)W) − y_i, losses[i], and the cuts of row i, for every
-        document i; pieces of ``docs_per_piece`` documents claimed from counters[0]; terms[w] is
-        worker w's scratch row (K)."""
+                          first_words, cuts, with_cuts, counters, n_threads, docs_per_piece, terms):
+        """Region 1: D_i = link(b + x_i·(R ∘)W) − y_i, losses[i], and (``with_cuts``: unless region 0
+        made them) the cuts of row i, for every document i; pieces of ``docs_per_piece`` documents
+        claimed from counters[0]; terms[w] is worker w's scratch row (K)."""
         m = D.shape[0]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
         counters[0] = 0
@@ -398,39 +433,134 @@ if HAVE_NUMBA:
                         losses[i] = _softmax_row(y_indptr, y_indices, i, D, scratch)
                     else:
                         losses[i] = _sigmoid_row(y_indptr, y_indices, i, D, scratch)
-                    _cut_row(indptr, indices, i, first_words, cuts)
+                    if with_cuts:
+                        _cut_row(indptr, indices, i, first_words, cuts)
         total = 0.0  # a serial float64 sum: exact for float32 terms of similar size, in any order
         for i in range(m):
             total += losses[i]
         return total
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def _update_row(W, S, g, j, lrate, step_scale, inv_t, adagrad, square_root, vexp, eps, l1, l2, R):
-        """g = (R_j ∘) g + l2·W_j + l1·sign(W_j); then S_j += g², W_j −= … (adagrad) or W_j −= … (sgd)."""
+    def _step_sizes_row(S, j, lrate, adagrad, square_root, vexp, eps, scale, out):
+        """out = scale · c_j, c_jk = lrate_k / (S_jk^vexp + ε) (adagrad) or lrate_k (sgd)."""
+        K = out.shape[0]
+        if not adagrad:
+            for k in range(K):
+                out[k] = lrate[k] * scale
+        elif square_root:
+            for k in range(K):
+                out[k] = lrate[k] * scale / (np.sqrt(S[j, k]) + eps)
+        else:
+            for k in range(K):
+                out[k] = lrate[k] * scale / (S[j, k] ** vexp + eps)
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, square_root, vexp, eps, l1, l2, R):
+        """g = (R_j ∘) g; adagrad: S_j += g²; α = lrate·τ/(S_j^vexp + ε) (sgd: lrate·τ) into ``alpha``;
+        then W_j ← W_j − α·g, or the regularised step of ``_regularisation`` (l1 or l2 > 0)."""
         K = W.shape[1]
         # separate branch-free loops so that each one vectorises
         if R is not None:
             for k in range(K):
                 g[k] *= R[j, k]
-        if l2 != 0:
-            for k in range(K):
-                g[k] += l2 * W[j, k]
-        if l1 != 0:
-            for k in range(K):
-                g[k] += l1 * np.sign(W[j, k])
         if not adagrad:
             for k in range(K):
-                W[j, k] -= lrate[k] * step_scale * g[k]
+                alpha[k] = lrate[k] * tau
         elif square_root:
             for k in range(K):
                 s = S[j, k] + g[k] * g[k]
                 S[j, k] = s
-                W[j, k] -= lrate[k] * step_scale * g[k] / (np.sqrt(s * inv_t) + eps)
+                alpha[k] = lrate[k] * tau / (np.sqrt(s) + eps)
         else:
             for k in range(K):
                 s = S[j, k] + g[k] * g[k]
                 S[j, k] = s
-                W[j, k] -= lrate[k] * step_scale * g[k] / ((s * inv_t) ** vexp + eps)
+                alpha[k] = lrate[k] * tau / (s ** vexp + eps)
+        if l1 != 0 or l2 != 0:
+            regularised_row(W, j, g, alpha, l1, l2, True)
+        else:
+            for k in range(K):
+                W[j, k] -= alpha[k] * g[k]
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp, eps, l1, l2, behind, u):
+        """W_j ← the regularised step with G = 0 and α = c_j·behind (``_regularisation``), c_jk =
+        lrate_k/(S_jk^vexp + ε) (sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
+        W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
+        ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; u (K) is scratch for the others."""
+        K = W.shape[1]
+        if adagrad and square_root and l1 == 0:
+            smallest = S[j, 0]
+            for k in range(1, K):
+                smallest = min(smallest, S[j, k])
+            scale = l2 * behind
+            one = np.float32(1.0)
+            if scale * lrate_max / (np.sqrt(smallest) + eps) < LINEAR_BELOW:
+                for k in range(K):
+                    W[j, k] *= one - scale * lrate[k] / (np.sqrt(S[j, k]) + eps)
+            else:
+                for k in range(K):
+                    W[j, k] *= exp_nonpositive(-scale * lrate[k] / (np.sqrt(S[j, k]) + eps))
+        else:
+            _step_sizes_row(S, j, lrate, adagrad, square_root, vexp, eps, behind, u)
+            regularised_row(W, j, u, u, l1, l2, False)
+
+    @njit(cache=True)
+    def _cut_rows(indptr, indices, first_words, cuts):
+        """``_cut_row`` for every row (one walk along each sorted row: cheaper than searching per block)."""
+        for i in range(cuts.shape[1]):
+            _cut_row(indptr, indices, i, first_words, cuts)
+
+    @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
+    def _catch_up_region(indices, first_words, cuts, W, S, T_last, T_before, lrate, adagrad, vexp, eps, l1, l2,
+                         counters, n_threads, scratch):
+        """Region 0 (regularised fits): for each word block β (claimed from counters[2]) and each word j of
+        β the minibatch touches (its positions cuts[β, i] .. cuts[β + 1, i] in row i), the regularised
+        step of the steps row j missed, α = c_j·(T_before − T_last[j]), before region 1 reads the row. A
+        block is a range of word ids, so no two workers touch one row; each row's result does not depend
+        on who took it."""
+        m = cuts.shape[1]
+        n_blocks = first_words.size
+        eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
+        square_root = vexp == 0.5
+        lrate_max = np.float32(0.0)
+        for k in range(lrate.size):
+            lrate_max = max(lrate_max, lrate[k])
+        counters[2] = 0
+        for worker in prange(n_threads):
+            u = scratch[worker]
+            while True:
+                block = _claim(counters, 2)
+                if block >= n_blocks:
+                    break
+                for i in range(m):
+                    for p in range(cuts[block, i], cuts[block + 1, i]):
+                        j = indices[p]
+                        behind = T_before - T_last[j]
+                        if behind > 0:
+                            _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32,
+                                          l2_32, np.float32(behind), u)
+                            T_last[j] = T_before
+
+    @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
+    def _flush_region(W, S, T_last, T, lrate, adagrad, vexp, eps, l1, l2, scratch):
+        """Every row j with T_last[j] < T: the regularised step with G = 0, α = c_j·(T − T_last[j]); T_last = T."""
+        V = W.shape[0]
+        n_threads = scratch.shape[0]
+        eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
+        square_root = vexp == 0.5
+        lrate_max = np.float32(0.0)
+        for k in range(lrate.size):
+            lrate_max = max(lrate_max, lrate[k])
+        rows_per_worker = (V + n_threads - 1) // n_threads
+        for worker in prange(n_threads):
+            u = scratch[worker]
+            for j in range(worker * rows_per_worker, min(V, (worker + 1) * rows_per_worker)):
+                behind = T - T_last[j]
+                if behind > 0:
+                    _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
+                                  np.float32(behind), u)
+                    T_last[j] = T
 
     _EXPONENT = np.uint32(0x7F800000)  # a float32's exponent bits: all ones for ±inf and NaN
 
@@ -443,10 +573,11 @@ if HAVE_NUMBA:
         return top
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
-    def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, step_scale, t,
-                      adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed):
+    def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, tau, T_after, T_last,
+                      adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed, alphas):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
-        g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j).
+        g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j), its
+        regularisation for this step, and T_last[j] = T_after.
 
         Worker w accumulates its block's words in its own rows G[w, 0], G[w, 1], … in the order
         they first appear (slot[j], −1 when not in use), listed in touched[w]: a worker's G holds
@@ -461,13 +592,12 @@ if HAVE_NUMBA:
         m, K = D.shape
         n_blocks = cuts.shape[0] - 1
         inv_m = np.float32(1.0 / m)
-        inv_t = np.float32(1.0 / t)
-        step32, eps32, l1_32, l2_32, vexp32 = (np.float32(step_scale), np.float32(eps), np.float32(l1),
-                                               np.float32(l2), np.float32(vexp))
+        tau32, eps32, l1_32, l2_32, vexp32 = (np.float32(tau), np.float32(eps), np.float32(l1),
+                                              np.float32(l2), np.float32(vexp))
         square_root = vexp == 0.5  # the default: sqrt is far cheaper than pow
         counters[1] = 0
         for worker in prange(n_threads):
-            Gw, listed = G[worker], touched[worker]
+            Gw, listed, alpha = G[worker], touched[worker], alphas[worker]
             while True:
                 block = _claim(counters, 1)
                 if block >= n_blocks:
@@ -502,8 +632,9 @@ if HAVE_NUMBA:
                     g = Gw[c]
                     for k in range(K):
                         g[k] *= inv_m
-                    _update_row(W, S, g, j, lrate, step32, inv_t, adagrad, square_root, vexp32, eps32,
-                                l1_32, l2_32, R)
+                    _update_row(W, S, g, alpha, j, lrate, tau32, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
+                                R)
+                    T_last[j] = T_after
                     if _exponent_max(W_bits, j) == _EXPONENT:
                         overflowed[worker] = 1
                     slot[j] = -1
@@ -551,7 +682,7 @@ class NumbaKernel:
         counts = np.ones(V) if word_counts is None else np.asarray(word_counts, dtype=np.float64) + 1.0
         self.first_words = word_blocks(counts, min(self.n_blocks, V))  # (B,)
         self.slot = np.full(V, -1, dtype=np.int32)
-        self.counters = np.zeros(2, dtype=np.int64)
+        self.counters = np.zeros(3, dtype=np.int64)
         self.overflowed = np.zeros(numba.config.NUMBA_NUM_THREADS, dtype=np.int64)  # one flag per worker
         self.policy = ThreadPolicy()
         self.K = K
@@ -607,28 +738,42 @@ class NumbaKernel:
         available = numba.get_num_threads()
         threads = self.policy.choose(work, available)
         self._grow(m, threads)
-        updater.t += 1
-        t = updater.t
+        tau, before = updater.advance()
         D, losses, cuts = self.D[:m], self.losses[:m], self.cuts[:, :m]
+        regularised = updater.regularised
         started = time.perf_counter()
         if threads != available:
             numba.set_num_threads(threads)
         try:
+            if regularised:  # region 0: the skipped regularisation of the rows this minibatch reads
+                _cut_rows(X_B.indptr, X_B.indices, self.first_words, cuts)
+                _catch_up_region(X_B.indices, self.first_words, cuts, W, updater.S, updater.T_last, before,
+                                 updater.lrate, updater.adagrad, updater.vexp, updater.epsilon, updater.l1,
+                                 updater.l2, self.counters, threads, self.terms)
             loss = _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, R,
-                                     self.softmax_link, D, losses, self.first_words, cuts, self.counters,
-                                     threads, self.docs_per_piece, self.terms)
+                                     self.softmax_link, D, losses, self.first_words, cuts, not regularised,
+                                     self.counters, threads, self.docs_per_piece, self.terms)
             self._grow_blocks(threads, _block_rows(cuts, self.first_words, self.n_features))
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
-                          updater.lrate, t ** (-updater.texp), float(t), updater.adagrad,
+                          updater.lrate, tau, updater.T, updater.T_last, updater.adagrad,
                           updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads,
-                          W.view(np.uint32), self.overflowed)
+                          W.view(np.uint32), self.overflowed, self.terms)
         finally:
             if threads != available:
                 numba.set_num_threads(available)
         self.policy.record(threads, work, time.perf_counter() - started)
-        _update_bias(b, updater.Sb, D, updater.lrate, t, updater.adagrad, updater.texp, updater.vexp,
-                     updater.epsilon)
+        _update_bias(b, updater.Sb, D, updater.lrate, tau, updater.adagrad, updater.vexp, updater.epsilon)
         return float(loss)
+
+    def flush(self, W, updater) -> None:
+        """Regularise every row up to now (the end of a pass; see ``minibatch.Updater``), on every core."""
+        if updater.regularised:
+            workers = numba.get_num_threads()
+            if not hasattr(self, "terms") or self.terms.shape[0] < workers:
+                self.terms = np.zeros((workers, self.K), dtype=np.float32)
+            _flush_region(W, updater.S, updater.T_last, updater.T, updater.lrate, updater.adagrad, updater.vexp,
+                          updater.epsilon, updater.l1, updater.l2, self.terms[:workers])
+        updater.T_last[:] = updater.T
 
 
 KERNELS = {"scipy": ScipyKernel, "numba": NumbaKernel}

@@ -19,6 +19,7 @@ from mlnb import progress
 from mlnb.data.validate import MAX_ABS_FEATURE, check_features, check_labels, check_non_negative  # noqa: F401
 from mlnb.errors import MlnbError
 from mlnb.models._scoring import linear_scores
+from mlnb.models._sklearn import NotFittedError, SklearnClassifier, adapt
 
 
 def as_csr_float32(X, what: str = "X", non_negative: bool = False) -> sp.csr_matrix:
@@ -51,7 +52,8 @@ def as_one_hot(Y, n_documents: int, n_classes: int | None = None, min_classes: i
         bad = np.flatnonzero(~(np.isfinite(labels) & (labels >= 0) & (labels == np.floor(labels))))
         if bad.size:
             raise MlnbError(f"multiclass labels must be integers 0..K−1; document {bad[0]} has "
-                            f"label {labels[bad[0]]}")
+                            f"label {labels[bad[0]]}" + (" (a continuous target: class labels are whole numbers)"
+                                                         if (labels != np.floor(labels)).any() else ""))
         labels = labels.astype(np.int64)
         K = max(int(labels.max()) + 1 if labels.size else 0, min_classes) if n_classes is None else n_classes
         beyond = np.flatnonzero(labels >= K)
@@ -140,7 +142,8 @@ def check_fit_shapes(X, Y) -> None:
     if len(X_shape) == 2 and X_shape[0] == 0:
         raise MlnbError(f"X has 0 documents (shape {X_shape}): fitting needs at least one")
     if len(X_shape) == 2 and X_shape[1] == 0:
-        raise MlnbError(f"X has 0 features (shape {X_shape}): fitting needs at least one")
+        raise MlnbError(f"X has 0 feature(s) (shape={X_shape}) while a minimum of 1 is required: fitting needs at "
+                        "least one")
     if len(Y_shape) == 2 and Y_shape[1] == 0:
         raise MlnbError(f"Y has 0 categories (shape {Y_shape}): fitting needs at least one")
     if len(X_shape) == 2:
@@ -166,11 +169,13 @@ def _check_model_size(V: int, K: int) -> None:
                         f"(W and its optimiser's state or counts), more than the {human(available)} available")
 
 
-class LinearMultilabelModel:
+class LinearMultilabelModel(SklearnClassifier):
     """Mixin: scoring for a fitted ``weights_`` (V × K) and ``bias_`` (K,).
 
     Subclasses set ``weights_``, ``bias_`` and ``n_features_in_`` in ``fit``. Every subclass's own
-    ``fit`` is wrapped so that ``check_fit_shapes`` runs first: no model kind can forget it.
+    ``fit`` is wrapped so that ``check_fit_shapes`` runs first: no model kind can forget it. Its
+    ``fit``, ``partial_fit`` and scoring methods are wrapped once more (``_sklearn.adapt``) so that
+    a 1-D y of class labels works as in scikit-learn, while a 0/1 matrix Y passes through as it is.
     """
 
     def __init_subclass__(cls, **kwargs):
@@ -183,10 +188,11 @@ class LinearMultilabelModel:
                 return fit(self, X, Y, *args, **kwargs)
             checked_fit._checks_shapes = True
             cls.fit = checked_fit
+        adapt(cls)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
-            raise MlnbError(f"this {type(self).__name__} is not fitted yet: call fit(X, Y) first")
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit(X, Y) first")
 
     def _non_negative_features(self) -> bool:
         """Whether the model needs X ≥ 0 (counts, presence or TF-IDF); the count Naive Bayes kinds
@@ -243,3 +249,6 @@ class LinearMultilabelModel:
             raise MlnbError(f"threshold must be in (0, 1), got {threshold}")
         cut = np.log(threshold) - np.log1p(-threshold)
         return (self.decision_function(X) >= cut).astype(np.int8)
+
+
+adapt(LinearMultilabelModel)

@@ -1,31 +1,38 @@
 r"""Logistic regression for every category at once, by minibatch SGD / AdaGrad (BIDMach's GLM).
 
-One weight matrix W (V × K) and bias b (K,) for all K categories. Each
-minibatch B of m documents costs one sparse product forward and one backward:
+One weight matrix W (V × K) and bias b (K,) for all K categories. It minimises, over all categories
+together,
+
+    F(W, b) = (1/n) Σ_i Σ_k [softplus(z_ik) − y_ik·z_ik] + (l2/2)·‖W‖² + l1·‖W‖₁,   Z = X·W + b
+
+(b is not regularised), by minibatch steps. Each minibatch B of m documents costs one sparse product
+forward and one backward:
 
     Z = X_B·W + b,   P = σ(Z)                                   (m × K)
-    G = X_Bᵀ·(P − Y_B) / m + l2·W + l1·sign(W)                  (rows B touches)
-    g_b = 1ᵀ·(P − Y_B) / m
+    G = X_Bᵀ·(P − Y_B) / m,   g_b = 1ᵀ·(P − Y_B) / m             (the loss's gradient)
 
-and an update of only the rows of W that B touches:
+and, for every coordinate of W (t counts minibatches from 1; lrate may be one value per category),
 
-    adagrad:  S += G²,   W −= lrate · t^(−texp) · G / ((S/t)^vexp + ε)
-    sgd:                 W −= lrate · t^(−texp) · G
+    adagrad:  S += G²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)
+    sgd:                 α = lrate · t^(−texp)
+    W ← the exact solution after a time α of  dw/ds = −G − l2·w − l1·sign(w)   (G held fixed)
+      = e^(−l2·α)·W − α·φ(l2·α)·G,   φ(y) = (1 − e^(−y))/y                 (l1 = 0)
 
-where t counts minibatches from 1 and lrate may be one value per category.
-With texp = vexp = ½ (the defaults) AdaGrad is the classic lrate·G/√ΣG².
-This minimises, over all categories together,
-
-    (1/n) Σ_i Σ_k [softplus(z_ik) − y_ik·z_ik] + (l2/2)·‖W‖² + l1·‖W‖₁
-
-(with regularisation applied lazily, to the rows a minibatch touches).
+(``_regularisation.py``; b ← b − α_b·g_b). With texp = vexp = ½ (the defaults) α = lrate/(√S + ε), the
+classic AdaGrad step. The step's fixed points are exactly F's optima, for any α. A row of W that the
+minibatch does not touch has G = 0: its step is the regulariser's own flow, and the steps it misses
+compose into one, which the kernels apply just before the row is next read and, for every row, at the
+end of each pass (exact lazy regularisation; ``minibatch.Updater``). So the cost of a step is that of
+the rows it touches, and the result is, up to float32 rounding, the dense update of every row at every
+step: a stochastic gradient method on F itself, whatever the batch size. How fast it approaches F's
+optimum is AdaGrad's (sublinear) rate: ``experiments/lr_objective.py`` prints the distance per pass;
+``solver = "lbfgs"`` reaches the optimum itself.
 
 With ``task = "multiclass"`` (one class per document, Y one-hot) the link is
 the softmax instead of the sigmoid, and only the probabilities and the loss
 change; the backward product, the regularisation and the updates are the same:
 
     Z = X_B·W + b,   P_i = softmax(z_i) = exp(z_i − logsumexp(z_i))       (m × K)
-    G = X_Bᵀ·(P − Y_B) / m + l2·W + l1·sign(W),   g_b = 1ᵀ·(P − Y_B) / m
 
 which minimises the mean cross-entropy (multinomial logistic regression)
 
@@ -44,8 +51,7 @@ that compute the same thing), and an updater holding the AdaGrad/SGD state. So b
   the step count, the shuffling generator, ...), and ``average_states`` to mix the states of
   several trainers (parameter mixing, for data-parallel training).
 
-``fit`` is ``npasses`` of those passes over the in-memory source and gives, bit for bit, the
-numbers of the engine before the split (same minibatches, same sums in the same order).
+``fit`` is ``npasses`` of those passes over the in-memory source.
 
 With ``solver = "lbfgs"`` the same objective is minimised exactly instead, by L-BFGS on the full
 gradient (OWL-QN when l1 > 0; ``lbfgs.py``): a sum over documents, over row blocks in memory or over
@@ -391,6 +397,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         if training.updater.rule != self.updater:
             raise MlnbError(f"updater is {self.updater!r} but the training so far used {training.updater.rule!r}; "
                             "its state cannot continue under another rule")
+        training.kernel.flush(training.W, training.updater)  # the old hyperparameters up to now, the new from here
         training.updater.configure(lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2)
         if scale is not None:
             training.R = self._scale(scale, V, K)
@@ -637,6 +644,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
                 progress.log(self._format_progress(training, epoch, last_pass, n, total,
                                                    time.perf_counter() - started))
                 next_report = time.perf_counter() + PROGRESS_SECONDS
+        kernel.flush(W, updater)  # the rows untouched since their last minibatch: regularised up to now
         seconds = time.perf_counter() - started
         if n == 0:
             raise MlnbError(f"pass {epoch} saw no documents: the stream (make_chunks) gave no chunk")

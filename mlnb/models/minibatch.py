@@ -213,12 +213,39 @@ def _stacked(parts: list[Minibatch]) -> Minibatch:
 class Updater:
     r"""An update rule, its hyperparameters, and its state.
 
-        adagrad:  S += G²,   W −= lrate · t^(−texp) · G / ((S/t)^vexp + ε)
-        sgd:                 W −= lrate · t^(−texp) · G
+    Step t (from 1) on a minibatch B, for every coordinate (j, k) of W, with g the gradient of the
+    minibatch's mean loss alone (g = 0 on the rows B does not touch):
 
-    (and the same for b with g_b and S_b), where G includes l2·W + l1·sign(W). State: S
-    (V × K float32, AdaGrad only; None with sgd), S_b (K,) and t, the number of steps taken
-    (the kernels increment it before each step, so the first step has t = 1).
+        adagrad:  S += g²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)
+        sgd:                 α = lrate · t^(−texp)
+        W ← Φ_α(W − α·g)
+
+    and the same for b with g_b and S_b (b is not regularised: b ← b − α_b·g_b). Φ_u is the exact
+    flow, for a time u, of the regulariser's gradient, dw/ds = −l2·w − l1·sign(w):
+
+        Φ_u(w) = sign(w) · max(0, (|w| + l1/l2)·e^(−l2·u) − l1/l2)
+               = w·e^(−l2·u)                          (l1 = 0)
+               = sign(w) · max(0, |w| − l1·u)          (l2 = 0: soft-thresholding)
+
+    (0 stays 0). This is AdaGrad's composite mirror-descent form (Duchi, Hazan & Singer 2011,
+    JMLR 12, §5): S sums the loss's gradients, and the regulariser is applied by its own exact
+    step. With texp = vexp = ½ (the defaults) α = lrate / (√S + ε), the classic AdaGrad step.
+
+    Why a flow: it makes the regularisation of a row the minibatch does not touch exact and
+    cheap. Such a row has g = 0 and a constant S, so its α = c·τ_t (c = lrate/(S^vexp + ε), or
+    lrate with sgd; τ_t = t^(vexp−texp), or t^(−texp)), and flows compose: the steps t₀+1 … t₁
+    it missed are together Φ applied once for the time c·(T(t₁) − T(t₀)), T(t) = Σ_{s≤t} τ_s.
+    So the kernels keep T (float64) and, per word, T_last[j] = the T up to which row j has been
+    regularised, and bring a row up to date just before a minibatch reads it ("just-in-time"
+    regularisation: Carpenter 2008, "Lazy sparse stochastic gradient descent for regularized
+    multinomial logistic regression"; the cumulative L1 penalty of Tsuruoka, Tsujii & Ananiadou
+    2009 is the l2 = 0 case), and every row at the end of a pass (``flush``). The result is, up to
+    float32 rounding, the dense update that regularises every row at every step — the minibatch
+    stochastic gradient of the documented objective (1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁ — at the
+    cost of the touched rows only.
+
+    State: S (V × K float32, AdaGrad only; None with sgd), S_b (K,), t (the number of steps
+    taken; the kernels advance it before each step, so the first step has t = 1), T and T_last (V,).
     """
 
     def __init__(self, rule: str, lrate: np.ndarray, texp: float, vexp: float, epsilon: float, l1: float,
@@ -233,18 +260,39 @@ class Updater:
         self.S = np.zeros((n_features if self.adagrad else 0, n_categories), dtype=np.float32)
         self.Sb = np.zeros(n_categories, dtype=np.float32)
         self.t = 0
+        self.T = 0.0  # Σ_{s ≤ t} τ_s
+        self.T_last = np.zeros(n_features, dtype=np.float64)  # (V,) the T each row is regularised up to
+
+    @property
+    def regularised(self) -> bool:
+        return self.l1 != 0 or self.l2 != 0
+
+    def tau(self, t: float) -> float:
+        """τ_t, the step's schedule factor: t^(vexp−texp) (adagrad) or t^(−texp) (sgd)."""
+        return float(t) ** ((self.vexp if self.adagrad else 0.0) - self.texp)
+
+    def advance(self) -> tuple[float, float]:
+        """Start the next step: t += 1, T += τ_t; returns (τ_t, T before the step)."""
+        self.t += 1
+        tau = self.tau(self.t)
+        before = self.T
+        self.T = before + tau
+        return tau, before
 
     def configure(self, lrate: np.ndarray, texp: float, vexp: float, epsilon: float, l1: float, l2: float) -> None:
-        """New hyperparameters for the steps to come (the state stays)."""
+        """New hyperparameters for the steps to come (the state stays). The rows are regularised
+        up to now (``flush``) before a change, so the new ones apply from here on only."""
         self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
         self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
 
     def get_state(self) -> dict:
-        """{"S": copy of S (None with sgd), "Sb": copy of S_b, "t": t}."""
-        return {"S": self.S.copy() if self.adagrad else None, "Sb": self.Sb.copy(), "t": self.t}
+        """{"S": copy of S (None with sgd), "Sb": copy of S_b, "t": t, "T": T, "T_last": copy of T_last}."""
+        return {"S": self.S.copy() if self.adagrad else None, "Sb": self.Sb.copy(), "t": self.t, "T": self.T,
+                "T_last": self.T_last.copy()}
 
     def set_state(self, state: dict) -> None:
-        """Restore S, S_b and t from ``get_state()`` (copied; shapes must match)."""
+        """Restore S, S_b, t, T and T_last from ``get_state()`` (copied; shapes must match). A state
+        without T (saved before T existed) is taken as regularised up to date: T = T_last = τ_1+…+τ_t."""
         if self.adagrad:
             S = state.get("S")
             if S is None or np.shape(S) != self.S.shape:
@@ -257,11 +305,21 @@ class Updater:
         t = state["t"]
         if not (np.isfinite(t) and t >= 0):
             raise MlnbError(f"the state's step count t must be a finite number >= 0, got {t!r}")
-        self.Sb, self.t = Sb, t
+        T = state.get("T")
+        if T is None:
+            T = float(sum(self.tau(s) for s in range(1, int(t) + 1)))
+        if not (np.isfinite(T) and T >= 0):
+            raise MlnbError(f"the state's schedule sum T must be a finite number >= 0, got {T!r}")
+        T_last = state.get("T_last")
+        T_last = np.full(self.T_last.size, float(T)) if T_last is None else \
+            np.array(T_last, dtype=np.float64, copy=True).ravel()
+        if T_last.shape != self.T_last.shape or not (np.isfinite(T_last).all() and (T_last <= T).all()):
+            raise MlnbError(f"the state's T_last must be {self.T_last.size} finite numbers <= T = {T!r}")
+        self.Sb, self.t, self.T, self.T_last = Sb, t, float(T), T_last
 
 
 #: the entries of a state (``LogisticRegression.get_state()``) that ``average_states`` averages
-AVERAGED = ("weights", "bias", "S", "Sb", "t")
+AVERAGED = ("weights", "bias", "S", "Sb", "t", "T", "T_last")
 
 
 def average_states(states: list[dict], weights=None) -> dict:
@@ -269,6 +327,7 @@ def average_states(states: list[dict], weights=None) -> dict:
     trainers' states, e.g. one per worker after each ran a pass on its own part of the data.
 
         W = Σ_w λ_w·W_w,  b = Σ_w λ_w·b_w,  S = Σ_w λ_w·S_w,  S_b = Σ_w λ_w·S_b,w,  t = Σ_w λ_w·t_w
+        (and T, T_last, the schedule sums of the lazy regularisation, likewise)
 
     with λ = weights / Σ weights (equal by default; e.g. the documents each worker saw).
     Why the AdaGrad sums are averaged too: with W, S/t is each weight's mean squared gradient,
@@ -291,8 +350,8 @@ def average_states(states: list[dict], weights=None) -> dict:
     first = states[0]
     mixed = dict(first)
     for key in AVERAGED:
-        values = [state[key] for state in states]
-        if key == "S" and all(value is None for value in values):  # sgd: no sums
+        values = [state.get(key) for state in states]
+        if key in ("S", "T", "T_last") and all(value is None for value in values):  # sgd: no sums; older states
             continue
         shapes = {np.shape(value) for value in values}
         if any(value is None for value in values) or len(shapes) != 1:
@@ -305,5 +364,9 @@ def average_states(states: list[dict], weights=None) -> dict:
         total = np.zeros(shapes.pop(), dtype=np.float64)
         for weight, value in zip(lam, values):
             total += weight * np.asarray(value, dtype=np.float64)
-        mixed[key] = total.astype(np.float32)
+        # T and T_last are sums of the schedule (float64); a row regularised up to date in every state
+        # (T_last = T, as after a pass) stays so in the mean
+        mixed[key] = float(total) if key == "T" else total if key == "T_last" else total.astype(np.float32)
+    if "T_last" in mixed and mixed.get("T") is not None:
+        mixed["T_last"] = np.minimum(mixed["T_last"], mixed["T"])  # rounding must not put a row ahead of T
     return mixed

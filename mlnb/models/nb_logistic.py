@@ -15,8 +15,9 @@ categories together is the re-parameterisation W = R ∘ W′ of the engine in
 ``logistic.py``, trained in W′ space (see ``_glm_kernels``):
 
     Z = X̂_B·(R ∘ W′) + b                                              (m × K)
-    G = R ∘ (X̂_Bᵀ·(σ(Z) − Y_B)) / m + l2·W′ + l1·sign(W′)            (V × K)
-    AdaGrad (or SGD) on W′ and b
+    G = R ∘ (X̂_Bᵀ·(σ(Z) − Y_B)) / m                                   (V × K)
+    AdaGrad (or SGD) on W′ and b, with the regularised step of ``logistic.py`` on W′
+    (minimising (1/n) Σ loss + (l2/2)·‖W′‖² + l1·‖W′‖₁)
 
 Then each category's weights are interpolated towards their mean magnitude
 (the paper's β = 0.25; β = 1, the default here, keeps W′ as trained, as a
@@ -123,6 +124,10 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
     @property
     def _scores_presence(self) -> bool:
         return bool(self.binarize)
+
+    def _non_negative_features(self) -> bool:
+        """Counts (X ≥ 0) unless binarised: R is multinomial NB's, which refuses a negative count."""
+        return not self.binarize
 
     def _engine(self) -> LogisticRegression:
         params = self.get_params()

@@ -4,6 +4,11 @@ A folder is written under a hidden temporary name (``.partial-*``) and renamed
 to its timestamped name only when complete, so a failed run never leaves a
 folder that looks done. ``check_writable`` tries the same steps before a study
 starts, so that a bad ``--out`` fails in a second rather than after the study.
+
+Every results folder of every command goes through ``atomic_folder``, so it is also where the pages
+are made that no writer should forget: a folder's ``report.md`` becomes its self-contained
+``report.html`` (last, before the rename), and the root's ``index.html`` is rewritten once the
+folder has its final name (``mlnb.report.html``).
 """
 
 from __future__ import annotations
@@ -85,6 +90,10 @@ def atomic_folder(root: Path, name: str):
     final = None
     try:
         yield staging
+        if (staging.path / "report.md").is_file():
+            from mlnb.report.html import write_report_html  # pandas (for the index): not for check_writable
+
+            write_report_html(staging.path)  # last: it links the folder's files
         final = _claim(parent, time.strftime("%Y%m%d-%H%M%S"))
         staging.path.replace(final)  # onto the empty folder just claimed: atomic
         umask = os.umask(0)
@@ -101,3 +110,6 @@ def atomic_folder(root: Path, name: str):
         if isinstance(error, OSError):
             raise MlnbError(f"{parent}: cannot write the results ({error.strerror or error})") from None
         raise
+    from mlnb.report.html import refresh_index
+
+    refresh_index(root)

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from mlnb.config import toml_value
-from mlnb.report.tables import largest_differences, markdown_table, summary_table
+from mlnb.report.tables import (decision_rule_f1, largest_differences, markdown_table, probabilities_defined,
+                                summary_table)
 
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
 
@@ -35,9 +36,19 @@ def comparison_markdown(comparison, top: int = 10) -> str:
         f"{counts['b_significantly_better']}; no significant difference: {counts['no_significant_difference']}; "
         f"not testable: {counts['not_testable']} (at {comparison.alpha:g} after Holm)",
         f"- sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, "
-        f"p = {sign.p_value:.3g}", *_mcnemar_lines(comparison), "",
+        f"p = {sign.p_value:.3g}" + ("" if comparison.sign_test_has_power() else
+                                     " (cannot reject at this number of categories)"),
+        *_macro_difference_lines(comparison), *_mcnemar_lines(comparison), "",
         "Most significant categories (the comparison CSV has all):", "",
         markdown_table(shown.set_index("category")), ""])
+
+
+def _macro_difference_lines(comparison) -> list[str]:
+    if comparison.macro_interval is None:
+        return []
+    low, high = comparison.macro_interval
+    return [f"- macro AUC a − b = {comparison.macro_difference:+.4f}, {comparison.level:.0%} paired bootstrap "
+            f"interval [{low:+.4f}, {high:+.4f}] (both models on the same resamples, stratified per category)"]
 
 
 def _mcnemar_lines(comparison) -> list[str]:
@@ -60,9 +71,38 @@ def _models_markdown(result) -> list[str]:
                    f"; decides by `{rule}`" + (f", calibrated by `{result.config.eval.calibration}`"
                                                 if result.config.eval.calibration != "none" else ""))
         lines.append(f"- **{plain(run.name)}** — {plain(run.label)}; kind `{spec.kind}`"
-                     + (f", {', '.join(changed)}" if changed else "") + decided + " (other options at their "
-                     "defaults; `config.toml` has all)")
-    return lines + [""]
+                     + (f", {', '.join(changed)}" if changed else "") + decided + _trained_on(result, run)
+                     + " (other options at their defaults; `config.toml` has all)")
+    return lines + [*_split_note(result), ""]
+
+
+def _trained_on(result, run) -> str:
+    """'; fitted on 2,400 training documents, its thresholds learned on 600 held out' and the like."""
+    if getattr(run, "n_fit", None) is None:
+        return ""
+    ev = result.config.eval
+    text = f"; fitted on {run.n_fit:,} training documents"
+    if run.n_validation:
+        what = "its thresholds" if ev.calibration == "none" else "its thresholds and calibration"
+        if ev.validation == "kfold":
+            text += f", {what} learned on out-of-fold scores of {run.n_validation:,} ({ev.folds} folds)"
+        else:
+            text += f", {what} learned on {run.n_validation:,} held-out training documents"
+    return text
+
+
+def _split_note(result) -> list[str]:
+    """Why a split-validated study's models saw fewer documents than the training part has."""
+    n_train = result.data.get("n_train")
+    fitted = {getattr(run, "n_fit", None) for run in result.models} - {None}
+    if not n_train or not fitted or max(fitted) >= n_train:
+        return []
+    held = n_train - min(fitted)
+    return ["", f"Every model was fitted on the training part minus the {held:,} documents of the validation "
+                f"split (eval.validation = 'split', refit = false), {min(fitted):,} of {n_train:,}, so that all are "
+                "compared trained on the same documents and the thresholds fit the model evaluated. A run with "
+                f"a fixed rule fits on all {n_train:,}: its metrics differ for that reason as well (set eval.refit "
+                "= true, or eval.validation = 'kfold', to fit on the whole training part)."]
 
 
 def _untrainable_line(run, names, policy: str = "keep") -> str | None:
@@ -108,27 +148,73 @@ def _interval(run, metric: str) -> str:
 
 
 def _verdict(comparison) -> str:
-    """One sentence on a compared pair: who ranks better per category, how often, how sure."""
-    counts, sign = comparison.counts(), comparison.sign
+    """One sentence on a compared pair: who ranks better, by which test, how sure; and what the tests
+    could not tell (``Comparison.verdict``: the paired bootstrap of the macro AUC difference, then the
+    sign test where it has power, then DeLong + Holm per category)."""
+    counts, sign, verdict = comparison.counts(), comparison.sign, comparison.verdict()
     a, b = comparison.name_a, comparison.name_b
     tested = sign.wins + sign.losses
     if tested == 0:
         return f"- {a} against {b}: no category could be compared."
-    leader, wins = (a, sign.wins) if sign.wins >= sign.losses else (b, sign.losses)
-    significant = (f"significantly (DeLong, Holm at {comparison.alpha:g}) higher for {a} in "
-                   f"{counts['a_significantly_better']} and for {b} in {counts['b_significantly_better']}")
-    if sign.p_value < 0.05:
-        sure = "clearly" if sign.p_value < 0.01 else "probably"
-        verdict = f"{leader} ranks {sure} better — its AUC is higher in {wins} of {tested} categories"
+    alpha = f"{comparison.alpha:g}"
+    testable = counts["a_significantly_better"] + counts["b_significantly_better"] + counts["no_significant_difference"]
+    significant = (f"DeLong per category, Holm at {alpha}: {a} significantly higher in "
+                   f"{counts['a_significantly_better']}, {b} in {counts['b_significantly_better']} of {testable}")
+    macro = f"macro AUC {a} − {b} = {comparison.macro_difference:+.4f}"
+    if comparison.macro_interval is not None:
+        low, high = comparison.macro_interval
+        macro += f", {comparison.level:.0%} paired bootstrap interval [{low:+.4f}, {high:+.4f}]"
     else:
-        verdict = (f"no clear winner in ranking — {leader}'s AUC is higher in {wins} of {tested} categories, "
-                   "no more than chance would give")
-    line = f"- {a} against {b}: {verdict} (sign test p = {sign.p_value:.2g}); {significant}."
+        macro += " (no paired bootstrap: eval.bootstrap = 0 or scores not held in memory)"
+    if verdict.sign_test_has_power:
+        sign_words = f"sign test: {a} higher in {sign.wins} of {tested} categories, p = {sign.p_value:.2g}"
+    else:
+        sign_words = (f"the sign test cannot reject with {tested} {'category' if tested == 1 else 'categories'} "
+                      f"(its smallest p, 2 · 2^−{tested} = {2 * 0.5 ** tested:.2g}, is not below {alpha})")
+    if verdict.winner is not None:
+        loser = b if verdict.winner == a else a
+        why = {"bootstrap": "the paired bootstrap interval of the macro AUC difference excludes 0",
+               "sign test": f"its AUC is higher in more categories than chance would give (sign test at {alpha})",
+               "delong": f"significantly higher AUC than {loser} in some categories and lower in none"}[verdict.basis]
+        head = f"**{verdict.winner}** ranks better than {loser} ({why})"
+    elif comparison.macro_interval is not None:
+        head = "no winner in ranking: the paired bootstrap interval of the macro AUC difference contains 0"
+    else:
+        head = "no winner in ranking: no test rejects equal AUCs"
+    line = f"- {a} against {b}: {head}; {macro}; {significant}; {sign_words}."
     if comparison.mcnemar is not None:
         m = comparison.mcnemar
         line += (f" Accuracy: only {a} right on {m.b} documents, only {b} on {m.c} "
                  f"(McNemar p = {m.p_value:.2g}).")
     return line
+
+
+def _rule_dependence(result, best: str) -> str:
+    """' Under the other rules …': the micro F1 of every model under the rules the report could re-run,
+    whether the best model changes with the rule, and which rules were not checked."""
+    from mlnb.decision import RULES
+
+    table = decision_rule_f1(result)
+    if len(table) < 2:
+        return ""
+    used = {rule for values in table.values() for rule in list(values)[:1]}
+    checked = [rule for rule in RULES if rule not in used and all(rule in values for values in table.values())]
+    parts, winners = [], {best}
+    for rule in checked:
+        ranked = sorted(table, key=lambda name: -table[name][rule])
+        winners.add(ranked[0])
+        what = f"fixed {result.config.eval.threshold:g}" if rule == "fixed" else rule
+        parts.append(f"{what}: " + ", ".join(f"{name} {table[name][rule]:.4f}" for name in ranked))
+    unchecked = [rule for rule in RULES if rule not in used and rule not in checked]
+    text = ""
+    if parts:
+        verdict = ("the best model depends on the decision rule" if len(winners) > 1 else
+                   f"{best} is best under each of them")
+        text += f" Under the other rules (micro F1): {'; '.join(parts)} — {verdict}."
+    if unchecked:
+        text += (f" Not checked: {', '.join(unchecked)} (rules that learn on held-out training scores, which the "
+                 "report does not keep, or a probability cut of scores that only rank).")
+    return text
 
 
 def conclusion_lines(result) -> list[str]:
@@ -163,7 +249,7 @@ def conclusion_lines(result) -> list[str]:
                  f"{by_f1[0].evaluation.summary[dkey]:.4f}{_interval(by_f1[0], dkey)}; "
                  + "; ".join(f"{run.name} {run.evaluation.summary[dkey]:.4f}" for run in by_f1[1:])
                  + (f". Guessing each category at its training rate would score {random_f1:.4f}." if random_f1 is not None
-                    else "."))
+                    else ".") + ("" if multiclass else _rule_dependence(result, by_f1[0].name)))
     ranking_only = [run.name for run in result.models if not getattr(run.model, "scores_are_log_odds", True)
                     and run.calibration is None
                     and (result.config.models[run.name].decision or ev.decision) == "fixed"]
@@ -247,10 +333,17 @@ def study_markdown(result, plot_files: list[Path]) -> str:
         line = _untrainable_line(run, result.category_names, result.config.eval.untrainable)
         if line:
             lines.append(line)
-        if not getattr(run.model, "scores_are_log_odds", True) and run.calibration is None:
-            lines.append(f"- {run.name}: its scores rank documents but are not log-odds (e.g. complement Naive "
+        multiclass = result.config.task == "multiclass"
+        if not probabilities_defined(run, result.config.task):
+            lines.append(f"- {run.name}: its scores rank documents but are not "
+                         f"{'joint log-likelihoods' if multiclass else 'log-odds'} (e.g. complement Naive "
                          "Bayes): its AUC, ROC and lift are meaningful, its probabilities and thresholded "
                          "metrics are not until it is calibrated")
+        elif multiclass and getattr(run.model, "score_type", None) == "joint_log_likelihood":
+            lines.append(f"- {run.name}: its scores are joint log-likelihoods J_c = log P(c) + log P(x | c) (naive "
+                         "Bayes); their softmax is its posterior P(c | x), so its accuracy, log loss, calibration "
+                         "and expected accuracy are defined as for logistic regression, and its per-class "
+                         "rankings use the class log-odds J_c − logsumexp of the others")
     for comparison in result.comparisons:
         lines += ["", comparison_markdown(comparison, report.top_differences)]
         differences = largest_differences(comparison, report.top_differences)

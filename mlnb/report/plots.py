@@ -1,48 +1,26 @@
 """Matplotlib figures of a study (PNG): the classic NB-vs-LR plots.
 
 Each function takes the study result (or a comparison) and a path, draws one
-figure and saves it. Every model keeps one colour across the plots of a study
-(``style.model_colors``).
+figure and saves it. The figures of single evaluations are the public ones of
+``mlnb.plot`` (ROC, lift, expected accuracy, AUC scatter, reliability), given
+the runs' evaluations; this module adds what only a study has (the runs'
+names, calibrations, training counts, comparisons, sweeps). Every model keeps
+one colour across the plots of a study (``style.model_colors``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.ticker
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from mlnb import plot
+from mlnb.plot import log_scale as _log_scale
 from mlnb.report.style import model_colors
 from mlnb.study import StudyResult
-
-
-def _log_scale(ax, axis: str = "y", data=None) -> bool:
-    """Log scale on ``axis`` when the axes hold a positive finite value there (or ``data`` does, the
-    values actually plotted); else stay linear: a study with nothing evaluable draws empty axes,
-    which matplotlib cannot log-scale."""
-    if data is not None:
-        data = np.asarray(data, dtype=float)
-        if not (np.isfinite(data) & (data > 0)).any():
-            return False
-        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-        return True
-    values = []
-    for line in ax.lines:
-        values.append(np.asarray(line.get_ydata() if axis == "y" else line.get_xdata(), dtype=float))
-    for collection in ax.collections:
-        offsets = np.asarray(collection.get_offsets(), dtype=float).reshape(-1, 2)
-        drawn = np.isfinite(offsets).all(axis=1)  # a point with a NaN coordinate is not drawn
-        values.append(offsets[drawn, 1 if axis == "y" else 0])
-    for patch in ax.patches:
-        values.append(np.asarray([patch.get_height() if axis == "y" else patch.get_width()], dtype=float))
-    data = np.concatenate([v.ravel() for v in values]) if values else np.empty(0)
-    if not (np.isfinite(data) & (data > 0)).any():
-        return False
-    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    return True
 
 
 def study_colors(result: StudyResult) -> dict[str, str]:
@@ -69,177 +47,61 @@ def _save(fig, path: Path) -> Path:
 
 
 def _probability_models(result: StudyResult) -> tuple[list, list]:
-    """(runs whose scores are log-odds, names of those whose scores only rank)."""
-    runs = [run for run in result.models
-            if getattr(run.model, "scores_are_log_odds", True) or run.probability_scores is not None]
+    """(runs whose probabilities are defined — log-odds, multiclass joint log-likelihoods (NB as LR),
+    or calibrated — names of those whose scores only rank)."""
+    from mlnb.report.tables import probabilities_defined
+
+    runs = [run for run in result.models if probabilities_defined(run, result.config.task)]
     return runs, [run.name for run in result.models if run not in runs]
 
 
-def _left_out_note(ax, names: list, x: float = 0.01) -> None:
-    if names:
-        ax.text(x, 0.01, f"not shown: {', '.join(names)} (ranking scores, not probabilities)",
-                transform=ax.transAxes, fontsize=7, color="dimgray", ha="left" if x < 0.5 else "right",
-                va="bottom")
+def _evaluations(result: StudyResult, runs=None) -> dict:
+    """{run name: Evaluation} of ``runs`` (default: every run), in config order."""
+    return {run.name: run.evaluation for run in (result.models if runs is None else runs)}
 
 
-#: above this many categories a line per model is a blur: points plus a rolling mean instead
-_MANY_CATEGORIES = 150
+def _not_shown(names: list) -> str | None:
+    return f"not shown: {', '.join(names)} (ranking scores, not probabilities)" if names else None
 
 
 def accuracy_per_category(result: StudyResult, path: Path) -> Path:
-    """Expected accuracy per category index, one colour per model (the RCV1 tutorial's plot: NB red,
-    LR blue), with the test prevalence: accuracy near 1 on rare categories is mostly the base rate.
-    Models whose scores are not probabilities (complement NB) are left out, with a note."""
-    fig, ax = _figure(figsize=(10, 4.5))
-    colors = study_colors(result)
+    """Expected accuracy per category index (``mlnb.plot.accuracy_per_category``). Models whose scores
+    are not probabilities (complement NB) are left out, with a note."""
     shown, left_out = _probability_models(result)
-    table = result.models[0].evaluation.per_category
-    many = len(table) > _MANY_CATEGORIES
-    window = max(3, len(table) // 50)
-    for run in shown:
-        values = run.evaluation.per_category["expected_accuracy"]
-        label = f"{run.name}: mean {run.evaluation.summary['mean_expected_accuracy']:.4f}"
-        if many:
-            ax.plot(table["category"], values, ".", ms=2, alpha=0.35, color=colors[run.name])
-            ax.plot(table["category"], values.rolling(window, center=True, min_periods=1).mean(), lw=1.5,
-                    color=colors[run.name], label=label + f" (line: rolling mean of {window})")
-        else:
-            ax.plot(table["category"], values, "-o", ms=3, lw=1, color=colors[run.name], label=label)
-    baseline = 1 - table["prevalence"]
-    if many:
-        baseline = baseline.rolling(window, center=True, min_periods=1).mean()
-    ax.plot(table["category"], baseline, ":", color="gray", lw=1, label="always 'no' (1 − prevalence)")
-    _left_out_note(ax, left_out)
-    ax.set_xlabel("category index")
-    ax.set_ylabel("expected accuracy  mean(p·y + (1−p)(1−y))")
-    ax.set_title("Per-category expected accuracy on the test set")
-    ax.set_xlim(-1, len(table))
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    return _save(fig, path)
-
-
-def _note_if_undefined(ax, result: StudyResult, k: int) -> None:
-    if not result.models[0].evaluation.curves[k].defined:
-        ax.text(0.5, 0.5, "undefined: the test set has no positive\n(or no negative) document "
-                "for this category", ha="center", va="center", transform=ax.transAxes, fontsize=9,
-                color="dimgray")
-
-
-def _category_title(result: StudyResult, k: int) -> str:
-    table = result.models[0].evaluation.per_category
-    return (f"category {k} ({result.category_names[k]}): {int(table['n_pos'][k])} positive of "
-            f"{int(table['n_pos'][k] + table['n_neg'][k])} test documents")
+    figure = plot.accuracy_per_category(_evaluations(result, shown), colors=study_colors(result),
+                                        note=_not_shown(left_out), prevalence_from=result.models[0].evaluation)
+    return _save(figure, path)
 
 
 def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
-    """Exact ROC curves of every model for category k, with the chance diagonal."""
-    fig, ax = _figure(figsize=(5.5, 5.5))
-    colors = study_colors(result)
-    for run in result.models:
-        curve = run.evaluation.curves[k]
-        if curve.defined:
-            auc = run.evaluation.per_category["auc"][k]
-            ax.plot(curve.fpr, curve.tpr, color=colors[run.name], lw=1.5, label=f"{run.name}: AUC {auc:.4f}")
-    ax.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="chance")
-    _note_if_undefined(ax, result, k)
-    ax.set_xlabel("false positive rate")
-    ax.set_ylabel("true positive rate")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.01)
-    ax.set_title("ROC, " + _category_title(result, k), fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    return _save(fig, path)
+    """Exact ROC curves of every model for category k, with the chance diagonal (``mlnb.plot.roc``)."""
+    return _save(plot.roc(_evaluations(result), k, colors=study_colors(result)), path)
 
 
 def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
-    """Left: ROC lift TPR/FPR on the FPR grid. Right: lift by depth (precision at depth /
-    base rate) over the share of documents targeted."""
-    fig, (left, right) = _figure(1, 2, figsize=(11, 4.5))
-    colors = study_colors(result)
-    for run in result.models:
-        ev = run.evaluation
-        left.plot(ev.grid[1:], ev.roc_lift[k], color=colors[run.name], lw=1.5, label=run.name)
-        right.plot(ev.grid[1:], ev.depth_lift[k], color=colors[run.name], lw=1.5, label=run.name)
-    for ax in (left, right):
-        ax.axhline(1.0, ls="--", color="gray", lw=1, label="random (lift 1)")
-        if _log_scale(ax):
-            # 1, 2, 5, 10, 20, ...: a lift of 1 to 8 would otherwise show a single tick label
-            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
-        ax.set_xlim(0, 1)
-        _note_if_undefined(ax, result, k)
-    left.set_xlabel("false positive rate")
-    left.set_ylabel("ROC lift  TPR / FPR")
-    left.set_title("ROC lift", fontsize=10)
-    right.set_xlabel("share of documents targeted (depth, by score)")
-    right.set_ylabel("lift  precision at depth / base rate")
-    right.set_title("Lift by depth (cumulative gains / depth)", fontsize=10)
-    fig.suptitle(_category_title(result, k), fontsize=10)
-    return _save(fig, path)
+    """ROC lift and lift by depth of every model for category k (``mlnb.plot.lift``)."""
+    return _save(plot.lift(_evaluations(result), k, colors=study_colors(result)), path)
 
 
 def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
-    """AUC of model b (x) against model a (y) per category, coloured by training positives (log scale)."""
+    """AUC of model b (x) against model a (y) per tested category of the comparison, coloured by
+    training positives (``mlnb.plot.auc_scatter``)."""
     table = comparison.table[comparison.table["difference"].notna()]  # tested categories only (not excluded)
-    x, y = table["auc_b"].to_numpy(), table["auc_a"].to_numpy()
-    fig, ax = _figure(figsize=(6, 5.5))
-    positives = np.maximum(np.asarray(table["train_pos"]), 1)
-    points = ax.scatter(x, y, c=np.log10(positives), cmap="viridis", s=18, edgecolor="k", lw=0.3)
-    low = np.nanmin(np.r_[x, y, 1.0])
-    low = max(0.0, min(low, 0.5) - 0.02) if np.isfinite(low) else 0.0
-    ax.plot([low, 1], [low, 1], "--", color="gray", lw=1, label="equal AUC")
-    ax.set_xlim(low, 1.005)
-    ax.set_ylim(low, 1.005)
-    ax.set_xlabel(f"AUC, {comparison.name_b}: {comparison.label_b}", fontsize=8)
-    ax.set_ylabel(f"AUC, {comparison.name_a}: {comparison.label_a}", fontsize=8)
-    ax.set_title(f"Per-category AUC: {comparison.name_a} higher in {int(np.sum(y > x))}, "
-                 f"{comparison.name_b} higher in {int(np.sum(x > y))}", fontsize=10)
-    fig.colorbar(points, ax=ax, label="log10 training positives")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    return _save(fig, path)
+    figure = plot.auc_scatter(table["auc_b"], table["auc_a"], names=(comparison.name_b, comparison.name_a),
+                              descriptions=(comparison.label_b, comparison.label_a),
+                              train_positives=table["train_pos"])
+    return _save(figure, path)
 
 
 def calibration(result: StudyResult, path: Path) -> Path:
-    """Reliability diagram over all (document, category) pairs: observed positive rate against
-    mean predicted probability per bin, with the pair counts below (log scale)."""
-    fig, (top, bottom) = _figure(2, 1, figsize=(6, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
-    top.plot([0, 1], [0, 1], "--", color="gray", lw=1, label="perfectly calibrated")
+    """Reliability diagram over all (document, category) pairs (``mlnb.plot.reliability``), calibrated
+    models beside their scores before calibration."""
     shown, left_out = _probability_models(result)
-    width = 1.0 / len(result.models[0].evaluation.calibration) / (len(shown) + 0.5)
-    colors = study_colors(result)
-    _left_out_note(top, left_out, x=0.99)
-    for i, run in enumerate(shown):
-        table = run.evaluation.calibration
-        summary = run.evaluation.summary
-        calibrated = f", {run.calibration.method}-calibrated" if run.uncalibrated is not None else ""
-        top.plot(table["mean_predicted"], table["observed_rate"], "-o", color=colors[run.name], ms=4,
-                 label=f"{run.name}{calibrated}: Brier {summary['mean_brier']:.4f}, log loss "
-                       f"{summary['mean_log_loss']:.4f}")
-        if run.uncalibrated is not None:  # the same model before calibration, for comparison
-            before = run.uncalibrated
-            top.plot(before["mean_predicted"], before["observed_rate"], ":", marker="x", color=colors[run.name],
-                     ms=4, lw=1, alpha=0.8, label=f"{run.name} before calibration")
-        bottom.bar(table["lower"] + (i + 0.75) * width, table["count"], width=width, color=colors[run.name],
-                   alpha=0.8)
-    top.set_ylabel("observed share of positives")
-    top.set_title("Calibration (reliability) over all document-category pairs"
-                  + ("\ndotted: the same models before calibration" if any(run.uncalibrated is not None for run in shown) else ""),
-                  fontsize=10)
-    top.set_xlim(0, 1)
-    top.set_ylim(0, 1)
-    top.grid(alpha=0.3)
-    top.legend(fontsize=7, loc="upper left")
-    _log_scale(bottom)
-    bottom.set_xlabel("predicted probability (bin)")
-    bottom.set_ylabel("pairs")
-    bottom.grid(alpha=0.3)
-    return _save(fig, path)
+    before = {run.name: run.uncalibrated for run in shown if run.uncalibrated is not None}
+    methods = {run.name: run.calibration.method for run in shown if run.uncalibrated is not None}
+    figure = plot.reliability(_evaluations(result, shown), colors=study_colors(result), before=before,
+                              calibrated=methods, note=_not_shown(left_out))
+    return _save(figure, path)
 
 
 def auc_by_frequency(result: StudyResult, path: Path) -> Path:

@@ -12,6 +12,10 @@ Layout of ``<root>/<name>/<timestamp>/`` for a run::
     scores.npz           test labels and every model's test scores (``mlnb compare``)
     plots/*.png          per-category accuracy, ROC and lift of one category, calibration, AUC plots
     report.md            the summary and the plots, for reading
+    report.html          the same as one self-contained page: plots embedded, opens offline
+
+and ``<root>/index.html`` links every results folder under the root (both made by ``atomic_folder``,
+for every command's folders).
 
 Every folder is written atomically (``folder.atomic_folder``).
 """
@@ -21,16 +25,19 @@ from __future__ import annotations
 import csv
 import json
 import re
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from mlnb.config import config_dict, dump_toml
+from mlnb import timings
+from mlnb.config import config_dict, dump_toml, toml_value
+from mlnb.errors import MlnbWarning
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
 from mlnb.report import plots
 from mlnb.report.folder import atomic_folder
-from mlnb.report.markdown import comparison_markdown, study_markdown
-from mlnb.report.provenance import json_safe, provenance
+from mlnb.report.markdown import comparison_markdown, plain, study_markdown
+from mlnb.report.provenance import json_safe, provenance, with_absolute_paths
 from mlnb.report.tables import confusion_frame, curve_frames, decisions_frame, markdown_table, metrics_frame
 from mlnb.scores import SCORES_FILE, save_scores
 from mlnb.study import StudyResult
@@ -54,8 +61,10 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     columns, text = [], [str(name) for name in frame.columns]
     for _, column in frame.items():
         if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_datetime64_any_dtype(column)):
-            column = column.astype(object).map(_neutralise)
-            text += [v for v in column if isinstance(v, str)]
+            # each distinct value once: a multiclass confusion table repeats K names K² times
+            neutralised = {value: _neutralise(value) for value in pd.unique(column.astype(object))}
+            column = column.astype(object).map(neutralised)
+            text += [v for v in neutralised.values() if isinstance(v, str)]
         columns.append(column)
     if columns:
         frame = pd.concat(columns, axis=1).set_axis([_neutralise(name) for name in frame.columns], axis=1)
@@ -76,6 +85,7 @@ def _summary_json(result: StudyResult, command: str | None) -> dict:
         untrainable = getattr(run.model, "untrainable_categories_", [])
         models[run.name] = {
             "kind": run.kind, "label": run.label, "fit_seconds": run.fit_seconds,
+            "random_state": result.config.models[run.name].training_seed(result.config.seed),
             "score_seconds": run.score_seconds, "eval_seconds": run.eval_seconds, **run.evaluation.summary,
             "excluded_categories": [names[k] for k in run.evaluation.excluded],
             "untrainable_categories": [names[k] for k in untrainable],
@@ -84,11 +94,14 @@ def _summary_json(result: StudyResult, command: str | None) -> dict:
             "intervals": {metric: list(bounds) for metric, bounds in run.intervals.items()},
         }
     baselines = result.models[0].evaluation.baselines if result.models else {}
-    return {"name": result.config.name, "seed": result.config.seed, "task": result.config.task, "data": result.data,
+    config = with_absolute_paths(result.config)  # as config.toml saves it: it re-runs from any folder
+    return {"name": result.config.name, "seed": result.config.seed, "data_seed": result.config.data_seed(),
+            "task": result.config.task, "data": result.data,
             "load_seconds": result.load_seconds, "models": models, "baselines": baselines,
+            "timings": result.timings.table() if result.timings is not None else [],  # seconds per stage
             "confidence": result.config.eval.confidence,
             "comparisons": [comparison.summary() for comparison in result.comparisons],
-            **provenance(command), "config": config_dict(result.config)}
+            **provenance(command, config), "config": config_dict(config)}
 
 
 def comparison_frame(comparisons) -> pd.DataFrame:
@@ -143,7 +156,7 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
     """Write the results folder of ``result`` under ``root`` and return its path."""
     with atomic_folder(Path(root), result.config.name) as staging:
         folder = staging.path
-        (folder / "config.toml").write_text(dump_toml(result.config), encoding="utf-8")
+        (folder / "config.toml").write_text(dump_toml(with_absolute_paths(result.config)), encoding="utf-8")
         _write_csv(metrics_frame(result), folder / "metrics.csv")
         (folder / "curves").mkdir()
         roc, lift = curve_frames(result)
@@ -166,10 +179,28 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
         plot_files = []
         if result.config.report.plots:
             (folder / "plots").mkdir()
-            plot_files = _study_plots(result, folder / "plots")
+            with timings.stage("plots"):
+                plot_files = _study_plots(result, folder / "plots")
         _write_json(folder / "summary.json", _summary_json(result, command))
-        (folder / "report.md").write_text(study_markdown(result, plot_files), encoding="utf-8")
+        where_time_went = "" if result.timings is None else \
+            "\n## Where the time went\n\n" + result.timings.markdown() + "\n"  # writing: until summary.json
+        (folder / "report.md").write_text(study_markdown(result, plot_files) + where_time_went, encoding="utf-8")
+    if result.config.tracking.mlflow_uri:  # the folder has its report.html and index.html (atomic_folder)
+        track(staging.final, result.config.tracking)
     return staging.final
+
+
+def track(folder: Path, tracking) -> str | None:
+    """Log a written results folder to MLflow (``[tracking]``, ``mlnb.tracking``); the MLflow run id. A
+    failure there is a warning: the results folder is complete without it."""
+    from mlnb.tracking import log_run  # imports MLflow: only when a config asks for it
+
+    try:
+        return log_run(folder, tracking.mlflow_uri, tracking.experiment)
+    except Exception as error:  # noqa: BLE001  (MLflow's own errors, a store that cannot be written)
+        warnings.warn(MlnbWarning(f"{folder}: written, but not logged to MLflow at {tracking.mlflow_uri} "
+                                  f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"))
+        return None
 
 
 def _write_study_folder(root, name: str, files: dict, summary: dict, report: str, plot_makers: list) -> Path:
@@ -233,10 +264,24 @@ def write_curve(curve, root: str | Path = "results") -> Path:
                                 for m in curve.metrics])
 
 
-def write_comparison(comparison, root: str | Path = "results", sources: list[str] = ()) -> Path:
-    """A results folder for `mlnb compare`: comparison.csv, summary.json, the plot, report.md."""
-    report = f"# mlnb compare\n\nRuns: {', '.join(sources)}\n\n" + comparison_markdown(comparison)
+def config_diff_markdown(comparison, diff) -> str:
+    """The top of a comparison's report: the config keys where a's and b's runs (or models) differ."""
+    if not diff:
+        return ("Config: the two runs' configs (and the compared models' tables) are the same, or a run has no "
+                "config.toml to compare.\n")
+    table = pd.DataFrame([(key, toml_value(a) if a is not None else "(not set)",
+                           toml_value(b) if b is not None else "(not set)") for key, a, b in diff],
+                         columns=["key", comparison.name_a, comparison.name_b]).set_index("key")
+    return "## What differs\n\n" + markdown_table(table.map(plain)) + "\n"
+
+
+def write_comparison(comparison, root: str | Path = "results", sources: list[str] = (), diff=()) -> Path:
+    """A results folder for `mlnb compare`: comparison.csv, summary.json, the plot, report.md (the config
+    ``diff``, (key, value of a, value of b) rows, at its top)."""
+    report = (f"# mlnb compare\n\nRuns: {', '.join(sources)}\n\n" + config_diff_markdown(comparison, diff) + "\n"
+              + comparison_markdown(comparison))
     colors = plots.pair_colors(comparison)
     return _write_study_folder(root, "compare", {"comparison.csv": comparison_frame([comparison])},
-                               {**comparison.summary(), "runs": list(sources)}, report,
+                               {**comparison.summary(), "runs": list(sources),
+                                "config_diff": [{"key": key, "a": a, "b": b} for key, a, b in diff]}, report,
                                [("auc_difference.png", lambda path: plots.auc_difference(comparison, path, colors))])

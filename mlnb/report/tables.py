@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 SUMMARY_COLUMNS = {"macro_auc": "macro AUC", "micro_auc": "micro AUC", "micro_f1": "micro F1",
                    "macro_f1": "macro F1", "mean_expected_accuracy": "mean exp. accuracy",
@@ -11,6 +12,18 @@ SUMMARY_COLUMNS = {"macro_auc": "macro AUC", "micro_auc": "micro AUC", "micro_f1
 MULTICLASS_COLUMNS = {"accuracy": "accuracy", "balanced_accuracy": "balanced acc.", "macro_f1": "macro F1",
                       "weighted_f1": "weighted F1", "macro_auc": "macro AUC (ovr)", "log_loss": "log loss",
                       "top_k_accuracy": "top-k acc."}
+
+
+def probabilities_defined(run, task: str) -> bool:
+    """Whether a run's probabilities mean something: calibrated, or multilabel log-odds (σ(score) =
+    P(category | document)), or multiclass joint log-likelihoods / softmax logits (softmax(J) =
+    P(class | document): naive Bayes as logistic regression). Not for scores that only rank
+    (complement NB, SVM margins) until calibrated."""
+    if getattr(run, "probability_scores", None) is not None or getattr(run, "calibration", None) is not None:
+        return True
+    if task == "multiclass":
+        return bool(getattr(run.model, "scores_are_joint_log_likelihoods", True))
+    return bool(getattr(run.model, "scores_are_log_odds", True))
 
 
 def summary_columns(task: str) -> dict:
@@ -123,6 +136,50 @@ def largest_differences(comparison, n: int) -> pd.DataFrame:
     order = table["difference"].abs().sort_values(ascending=False).index[:n]
     columns = ["category", "name", "train pos", f"AUC {comparison.name_a}", f"AUC {comparison.name_b}", "difference"]
     return table.loc[order, columns].set_index("category")
+
+
+#: rules a report can re-run on the test scores alone (scut and scutfbr learn on held-out scores)
+RULES_WITHOUT_VALIDATION = ("fixed", "pcut", "rcut")
+
+
+def decision_rule_f1(result) -> dict[str, dict[str, float]]:
+    """Multilabel: {model: {rule: micro F1 on the test documents}} under the rule the model used and
+    under every rule that needs no held-out scores (``RULES_WITHOUT_VALIDATION``, with the study's
+    eval options), so that a report can say whether its decision conclusion depends on the rule.
+    A fixed cut is left out for a model whose scores are not log-odds (uncalibrated complement NB).
+    Empty for multiclass studies and for scores not held in memory."""
+    from mlnb.decision import fit_decision_rule
+
+    if result.config.task == "multiclass" or result.Y_test is None or not result.models:
+        return {}
+    ev = result.config.eval
+    Y = sp.csr_matrix(result.Y_test, dtype=np.float64)
+    pooled = np.ones(Y.shape[1], dtype=bool)
+    if ev.untrainable == "exclude":
+        pooled[np.asarray(result.untrainable, dtype=int)] = False
+    prevalence = np.asarray(result.train_positives, dtype=np.float64) / max(result.data.get("n_train") or 1, 1)
+    table = {}
+    for run in result.models:
+        if run.scores is None:
+            continue
+        used = result.config.models[run.name].decision or ev.decision
+        values = {used: float(run.evaluation.summary["micro_f1"])}
+        for rule in RULES_WITHOUT_VALIDATION:
+            if rule == used or (rule == "fixed" and not getattr(run.model, "scores_are_log_odds", True)
+                                and run.calibration is None):
+                continue
+            fitted = fit_decision_rule(rule, threshold=ev.threshold, rcut_k=ev.rcut_k, train_prevalence=prevalence)
+            values[rule] = _micro_f1(Y, fitted.decide(fitted.reads(run.scores, run.probability_scores)), pooled)
+        table[run.name] = values
+    return table
+
+
+def _micro_f1(Y: sp.csr_matrix, decisions, pooled: np.ndarray) -> float:
+    """2 TP / (predicted + positives) over the pooled categories (0 when both are 0)."""
+    D = sp.csr_matrix(decisions, dtype=np.float64)[:, pooled]
+    Yp = Y[:, pooled]
+    tp, total = Yp.multiply(D).sum(), D.sum() + Yp.sum()
+    return float(2 * tp / total) if total else 0.0
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -114,11 +114,12 @@ def run_curve(config: StudyConfig) -> CurveResult:
     rows = []
     with open_backend(config.engine) if config.data.streaming else LocalBackend() as backend:
         for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
-            sample_seed = config.seed * 1_000 + seed
+            sample_seed = config.data_seed() * 1_000 + seed  # which documents: data.seed (default: seed)
             u = hash_unit(ids, sample_seed + (PURPOSES["sample"] << 32))
             sample = train.select(sample_bucket(u, size, sample_seed))
             sized = scheduled(config, size, ids.size)
-            loop = run_on(sized, sample, test, curve_categories=[], seed=sample_seed, backend=backend)
+            loop = run_on(sized, sample, test, curve_categories=[], seed=config.seed * 1_000 + seed,  # training
+                          backend=backend)
             loop.scored.close()
             for run in loop.runs:
                 options = sized.models[run.name].options

@@ -85,3 +85,47 @@ def test_a_task_that_kills_every_worker_is_given_up_in_one_line(backend):
 def test_an_unreachable_scheduler_is_one_line():
     with pytest.raises(MlnbError, match=r"^engine.address = 'tcp://127.0.0.1:9': no Dask scheduler answered within 1 s"):
         DaskBackend(address="tcp://127.0.0.1:9", timeout=1)
+
+
+def test_a_second_cluster_in_one_process_starts(tmp_path):
+    """DaskBackend sets dask config in a context; were distributed's defaults not loaded before it, the
+    context's exit deleted the whole "distributed" table and the next cluster failed ('require-encryption').
+    In a fresh process, where nothing imported distributed first."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "two_clusters.py"
+    script.write_text("from mlnb.backends.dask import DaskBackend\n"
+                      "if __name__ == '__main__':\n"
+                      "    for _ in range(2):\n"
+                      "        backend = DaskBackend(n_workers=1)\n"
+                      "        assert backend.map(abs, [-1, 2]) == [1, 2]\n"
+                      "        backend.close()\n"
+                      "    print('two clusters')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "two clusters" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_worker_compiles_a_kernel_when_the_main_module_imported_numba(tmp_path):
+    """A worker re-imports the main module before it gets NUMBA_NUM_THREADS; a main module that imports
+    numba (a user's script that imports mlnb's kernels) left numba configured for every core, and the first
+    kernel compiled on the worker failed ('Cannot set NUMBA_NUM_THREADS ... once the threads have been
+    launched'). In a fresh process, with a kernel no cache holds."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "compiles_on_a_worker.py"
+    script.write_text("import numba\n"
+                      "from mlnb.backends.dask import DaskBackend\n"
+                      "def compile_here(x):\n"
+                      "    numba.get_num_threads()  # launches numba's threads, as a kernel does\n"
+                      "    @numba.njit\n"
+                      "    def plus_one(a):\n"
+                      "        return a + 1\n"
+                      "    return plus_one(x)\n"
+                      "if __name__ == '__main__':\n"
+                      "    backend = DaskBackend(n_workers=1)\n"
+                      "    print('compiled', backend.map(compile_here, [41]))\n"
+                      "    backend.close()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "compiled [42]" in done.stdout, done.stderr[-2000:]

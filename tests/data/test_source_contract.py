@@ -60,6 +60,7 @@ def files(tmp_path_factory):
     write_jsonl(folder / "all.jsonl", rows)
     write_jsonl(folder / "train.jsonl", rows[:400])
     write_jsonl(folder / "test.jsonl", rows[400:])
+    write_folders(folder, rows)
     convert(SvmlightSource(str(folder / "part-*.svm")), folder / "shards", shard_documents=250)
     convert(SvmlightSource(folder / "train.svm", n_features=300, n_categories=8), folder / "train-shards",
             shard_documents=150)
@@ -73,6 +74,24 @@ def write_csv(path, rows):
         writer.writerow(["text", "label"])
         for text, labels in rows:
             writer.writerow([text, "|".join(labels)])
+
+
+def write_folders(folder, rows):
+    """A folder of text files both ways: one sub-folder per category (a document's first label; those without
+    are left out), and files with a labels file ('|'-separated), whole and as a train and a test folder."""
+    for i, (text, labels) in enumerate(rows):
+        if labels:
+            (folder / "by-category" / labels[0]).mkdir(parents=True, exist_ok=True)
+            (folder / "by-category" / labels[0] / f"{i:04d}.txt").write_text(text, encoding="utf-8")
+        for part in ("docs", "train-docs" if i < 400 else "test-docs"):
+            (folder / part).mkdir(exist_ok=True)
+            (folder / part / f"d{i:04d}.txt").write_text(text, encoding="utf-8")
+    for name, part in (("labels.csv", rows), ("train-labels.csv", rows[:400]), ("test-labels.csv", rows[400:])):
+        offset = 400 if name.startswith("test") else 0
+        with open(folder / name, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["file", "labels"])
+            writer.writerows((f"d{offset + i:04d}.txt", "|".join(labels)) for i, (_, labels) in enumerate(part))
 
 
 def write_jsonl(path, rows):
@@ -92,10 +111,15 @@ STREAMED = {
                                dict(vectorizer="hashing", hash_features=512)),
     "text jsonl, stop words": ("text", dict(path="all.jsonl", **TEXT), {}, dict(stop_words="english")),
     "text jsonl test file": ("text", dict(path="train.jsonl", test_path="test.jsonl", **TEXT), {}, {}),
+    "files by category": ("files", dict(path="by-category"), {}, {}),
+    "files and labels, hashing": ("files", dict(path="docs", labels_path="labels.csv", label_separator="|"),
+                                  dict(test_fraction=0.4), dict(vectorizer="hashing", hash_features=512)),
+    "files test folder": ("files", dict(path="train-docs", labels_path="train-labels.csv", test_path="test-docs",
+                                        test_labels_path="test-labels.csv", label_separator="|"), {}, {}),
     "shards": ("shards", dict(path="shards"), dict(test_fraction=0.25), {}),
     "shards test folder": ("shards", dict(path="train-shards", test_path="test-shards"), {}, {}),
 }
-_PATH_KEYS = ("path", "test_path", "folder", "train_path", "xml_path", "data_home")
+_PATH_KEYS = ("path", "test_path", "folder", "train_path", "xml_path", "data_home", "labels_path", "test_labels_path")
 
 
 def data_config(folder, source, options, data_keys) -> DataConfig:

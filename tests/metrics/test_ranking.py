@@ -230,3 +230,48 @@ def test_roc_auc_2d_refuses_bad_input(many_columns):
     bad[4, 9] = np.nan  # in a column without positives, too
     with pytest.raises(MlnbError, match="NaN"):
         roc_auc(Y, bad)
+
+
+def test_pools_follow_numbas_thread_count_and_groups_shrink_with_many_threads():
+    from mlnb._numba import HAVE_NUMBA
+    from mlnb.metrics.ranking import column_group, worker_threads
+
+    assert worker_threads(3) == 3
+    if HAVE_NUMBA:
+        import numba
+
+        default = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            assert worker_threads() == 1  # evaluate()'s pool too: one setting for every stage
+        finally:
+            numba.set_num_threads(default)
+        assert worker_threads() == default
+    # 103 categories: groups of 8 on 2 threads (13 groups), 6 on 4, 1 on 16 (no thread idle); never 0
+    assert [column_group(103, t, 8) for t in (1, 2, 4, 16)] == [8, 8, 6, 1]
+    assert column_group(3, 2, 8) == 1 and column_group(0, 2, 8) == 1
+
+
+def test_a_columns_numbers_do_not_depend_on_its_group(many_columns):
+    from mlnb._numba import HAVE_NUMBA
+
+    if not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    from mlnb.metrics import _delong, ranking
+
+    Y, S = many_columns
+    S2 = np.round(S + np.random.default_rng(1).normal(size=S.shape), 1)
+    indptr, indices = ranking._positives_by_column(Y, S.shape[1])
+    indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+    n = S.shape[0]
+
+    def tasks(g, reverse=False):  # any order of the tasks, on 1 or 2 threads: the same numbers
+        order, _ = ranking._largest_first_tasks(indptr, n, g)
+        return (order[::-1].copy() if reverse else order), 1 + reverse
+
+    auc = [ranking._auc_columns_sparse(S, indptr, indices, g, *tasks(g, r)) for g in (1, 3, 8) for r in (0, 1)]
+    single = [_delong._single_rows(S, indptr, indices, g, *tasks(g, r)) for g in (1, 3, 8) for r in (0, 1)]
+    paired = [_delong._paired_rows(S, S2, indptr, indices, g, *tasks(g, r)) for g in (1, 3, 8) for r in (0, 1)]
+    for results in (auc, single, paired):
+        for other in results[1:]:
+            np.testing.assert_array_equal(results[0], other)

@@ -23,18 +23,22 @@ def test_parse_params():
         parse_params(["models.lr.lrate"])
 
 
-def test_sweep_never_reads_the_test_part(small_corpus):
-    """NaN in every test document: any read of the test part would fail loudly."""
+def test_sweep_selects_without_reading_the_test_part(small_corpus):
+    """NaN in every test document: any read of the test part would fail loudly; the selection (every
+    repeat of every setting) never reads it, only the final test of the chosen setting does."""
     X = small_corpus.X.copy()
     test_rows = np.isin(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), small_corpus.test_index)
     X.data[test_rows] = np.nan
     poisoned = Dataset(X=X, Y=small_corpus.Y, category_names=small_corpus.category_names,
                        train_index=small_corpus.train_index, test_index=small_corpus.test_index)
-    config = load_config(None, ["sweep.metric=auc", "sweep.category=0"])
+    config = load_config(None, ["sweep.metric=auc", "sweep.category=0", "sweep.test=false"])
     result = run_sweep(config, ["models.nb.alpha=0.1,1.0", "models.nb.event_model=multinomial,bernoulli"], dataset=poisoned)
-    assert len(result.table) == 4 and result.model == "nb"
+    assert len(result.table) == 4 and result.model == "nb" and not result.test
     assert result.best["auc"] == result.table["auc"].max()
     assert result.n_fit + result.n_validation == small_corpus.train_index.size
+    with pytest.raises(MlnbError, match="feature value nan"):  # the test: read once, after the choice
+        run_sweep(load_config(None, ["sweep.metric=auc", "sweep.category=0"]), ["models.nb.alpha=0.1,1.0"],
+                  dataset=poisoned)
 
 
 @pytest.mark.parametrize("decide", [["eval.decision=scutfbr"], ["eval.decision=scut", "eval.validation=kfold",
@@ -47,7 +51,7 @@ def test_decision_rules_and_calibration_never_read_the_test_part(small_corpus, d
     X.data[test_rows] = np.nan
     poisoned = Dataset(X=X, Y=small_corpus.Y, category_names=small_corpus.category_names,
                        train_index=small_corpus.train_index, test_index=small_corpus.test_index)
-    config = load_config(None, decide + ["models.lr.npasses=1"])
+    config = load_config(None, decide + ["models.lr.npasses=1", "sweep.test=false", "sweep.repeats=2"])
     clean = run_sweep(config, ["models.nb.alpha=0.1,1.0"], dataset=small_corpus)
     dirty = run_sweep(config, ["models.nb.alpha=0.1,1.0"], dataset=poisoned)
     pd.testing.assert_frame_equal(clean.table.drop(columns="fit_seconds"), dirty.table.drop(columns="fit_seconds"))
@@ -89,7 +93,7 @@ def test_diverging_setting_is_recorded_not_fatal_and_init_nb_is_used(small_corpu
     config = load_config(None, ["models.lr.updater=sgd", "models.lr.batch_size=200"])
     result = run_sweep(config, ["models.lr.lrate=0.1,1e38"], dataset=small_corpus)
     bad = result.table[result.table["models.lr.lrate"] == 1e38].iloc[0]
-    assert np.isnan(bad["macro_auc"]) and "overflowed" in bad["error"]
+    assert np.isnan(bad["macro_auc"]) and ("overflowed" in bad["error"] or "diverged" in bad["error"])
     assert result.best["models.lr.lrate"] == 0.1
     warm = run_sweep(load_config(None, ["models.lr.batch_size=200"]), ['models.lr.init_from="",nb'],
                      dataset=small_corpus)
@@ -133,5 +137,6 @@ def test_sweep_any_model_of_a_four_model_study(small_corpus, monkeypatch):
     monkeypatch.setattr(mlnb.engine.fitting, "get_kind", spy)
     result = run_sweep(config, ["models.cnb.alpha=0.1,1"], dataset=small_corpus)
     assert result.model == "cnb" and len(result.table) == 2
-    assert fitted == ["naive_bayes", "naive_bayes"]  # cnb once per setting, and nothing else
+    # cnb once per setting and repeat, once more for the test of the chosen setting, and nothing else
+    assert fitted == ["naive_bayes"] * (2 * config.sweep.repeats + 1)
     assert result.table["macro_auc"].nunique() == 2

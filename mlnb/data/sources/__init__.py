@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlnb.data.registry import SOURCES, Request, SourceKind, get_source, register
-from mlnb.data.sources import arff, bundled, rcv1, reuters21578, shards, svmlight, synthetic, text
+from mlnb.data.sources import arff, bundled, files, rcv1, reuters21578, shards, svmlight, synthetic, text
 from mlnb.data.splits import sample_rule
 from mlnb.data.validate import one_class_error
 from mlnb.errors import MlnbError
@@ -32,6 +32,7 @@ register(rcv1.LYRL2004)
 register(reuters21578.SOURCE)
 register(arff.SOURCE)
 register(text.SOURCE)
+register(files.SOURCE)
 register(bundled.SOURCE)
 register(shards.SOURCE)
 

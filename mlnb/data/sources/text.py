@@ -22,9 +22,13 @@ class TextConfig:
     label_column: str = option("label", "column (or JSON key) holding the label(s)")
     labels: str = option("single", "'single': one label per row; 'multi': a list of labels per row",
                          choices=("single", "multi"))
-    label_separator: str = option(",", "multi: separator of the labels in a CSV/TSV cell")
+    label_separator: str = option(",", "multi: the separator of the labels in a CSV/TSV cell, e.g. ';' for "
+                                  "\"sport;politics\" (JSON lists need none); labels that look split on the wrong "
+                                  "one are refused, naming the one they seem to use")
     negative_labels: list[str] = option([], "labels that mean 'no category' (e.g. [\"ham\"] for spam)")
     encoding: str = option("utf-8", "text encoding of the file")
+    check_labels: bool = option(True, "refuse labels that look mis-split (lists on another separator) or not "
+                                "labels at all (most of 20 or more occurring in one document only)")
 
 
 def reading(s: TextConfig):
@@ -33,18 +37,15 @@ def reading(s: TextConfig):
 
     return TextReading(format=s.format, header=s.header, text_column=s.text_column, label_column=s.label_column,
                        labels=s.labels, label_separator=s.label_separator, negative_labels=tuple(s.negative_labels),
-                       encoding=s.encoding)
+                       encoding=s.encoding, check_labels=s.check_labels)
 
 
 def load(s: TextConfig, request: Request):
     from mlnb.data.text import load_text_dataset
 
-    r = reading(s)
-    return load_text_dataset(s.path, test_path=s.test_path or None, format=r.format, header=r.header,
-                             text_column=r.text_column, label_column=r.label_column, labels=r.labels,
-                             label_separator=r.label_separator, negative_labels=r.negative_labels,
-                             encoding=r.encoding, text_options=request.text_options(),
-                             test_fraction=request.test_fraction, seed=request.seed)
+    return load_text_dataset(s.path, test_path=s.test_path or None, reading=reading(s),
+                             text_options=request.text_options(), test_fraction=request.test_fraction,
+                             seed=request.seed)
 
 
 def open_streams(s: TextConfig, request: Request):

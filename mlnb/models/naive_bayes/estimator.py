@@ -121,8 +121,8 @@ class _LogOdds(NamedTuple):
     column_models: np.ndarray | None  # (V,) str, mixed only
     shift: np.ndarray | None  # (V,) Gaussian centring, gaussian and mixed only
     epsilon: float | None
-    weights64: np.ndarray | None  # (rows of Φ(X), K) float64, multiclass only: exact log posteriors
-    bias64: np.ndarray | None  # (K,) float64, multiclass only
+    weights64: np.ndarray | None  # (rows of Φ(X), K) float64: multiclass (exact log posteriors), Gaussian designs
+    bias64: np.ndarray | None  # (K,) float64, as weights64
 
 
 class NaiveBayes(LinearMultilabelModel, BaseEstimator):
@@ -345,6 +345,10 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         """The count event models refuse a negative value when scoring as when fitting."""
         return self._event_model.non_negative
 
+    def _poor_score(self) -> bool:
+        """Count models, as scikit-learn's discrete Naive Bayes: two dense blob features are no word counts."""
+        return self._event_model.non_negative
+
     @property
     def _scores_presence(self) -> bool:
         return bool(self.binarize or self._event_model.presence)
@@ -416,8 +420,11 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         W[:, untrainable] = 0.0
         b[untrainable] = prior[untrainable]
         self._warn_untrainable(counts)
-        return _LogOdds(counts, params, weights=W, bias=b.astype(np.float32), untrainable=untrainable,
-                        column_models=column_models, shift=shift, epsilon=eps, weights64=None, bias64=None)
+        # Gaussian designs give W in float64 (``gaussian``): kept for scoring, float32 for weights_
+        wide = W.dtype == np.float64
+        return _LogOdds(counts, params, weights=W.astype(np.float32) if wide else W, bias=b.astype(np.float32),
+                        untrainable=untrainable, column_models=column_models, shift=shift, epsilon=eps,
+                        weights64=W if wide else None, bias64=np.asarray(b, dtype=np.float64) if wide else None)
 
     def _update_log_likelihood(self, counts: NBCounts, params: tuple) -> _LogOdds:
         """Multiclass: W and b of every class's joint log-likelihood J (see ``multiclass``)."""
@@ -482,6 +489,27 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
         if design is not None:
             return design(X, built, dtype)
         return X.astype(dtype, copy=False)
+
+    def _linear_scores(self, X, sigmoid: bool = False) -> np.ndarray:
+        """Φ(X)·W + b as float32. Gaussian designs (gaussian, mixed with Gaussian columns) sum in float64
+        from float64 W and round once: their terms reach 1/(2ε) (~1e10 where a variance is at
+        var_smoothing) and cancel, so float32 sums flip rankings; rounding is monotone, so the float32
+        scores keep the float64 order (two scores within 2^−24 of each other may tie, never swap)."""
+        if self._event_model.design is None:
+            return super()._linear_scores(X, sigmoid)
+        self._check_fitted()
+        X = as_csr_float32(X)
+        self._check_features(X)
+        built = self._log_odds()
+        if built.weights64 is None:
+            return super()._linear_scores(X, sigmoid)
+        Z = multiclass.joint_log_likelihood(self._scoring_matrix(X, dtype=np.float64), built.weights64,
+                                            built.bias64, binary=self._scores_presence)  # (n, K) float64
+        if sigmoid:
+            from scipy.special import expit
+
+            Z = expit(Z, out=Z)
+        return Z.astype(np.float32)
 
     # -- multiclass: posteriors and decisions --------------------------------------------------
     def _joint_log_likelihood(self, X) -> np.ndarray:

@@ -137,7 +137,8 @@ def design(X: sp.csr_matrix, shift: np.ndarray, squared: np.ndarray | None = Non
 def _log_odds(counts, outside, prior, p) -> Weights:
     eps = epsilon(counts.t, counts.t2, counts.n, p.var_smoothing)
     c = shift(counts.t, counts.t2, counts.n)
-    W, b = log_odds(counts.F, counts.F2, counts.N, counts.t, counts.t2, outside.N_bar, prior, eps, c)
+    # float64: the estimator scores Gaussian designs in float64 (terms up to 1/(2ε) cancel; see its _linear_scores)
+    W, b = log_odds(counts.F, counts.F2, counts.N, counts.t, counts.t2, outside.N_bar, prior, eps, c, dtype=np.float64)
     return Weights(W, b, c, eps)
 
 

@@ -14,11 +14,20 @@ each module's ``log_likelihood``:
 
 i.e. the sum of scikit-learn's per-group joint log-likelihoods, each of which
 holds the prior, minus the prior counted (groups − 1) times too often. Columns are assigned from
-the counts' column statistics, as fastNaiveBayes's ``detect_distribution``:
+the counts' column statistics:
 
     integer values, min ≥ 0, max ≤ 1  → bernoulli
     integer values, min ≥ 0, max > 1  → multinomial
     otherwise (negative or fractional) → gaussian
+
+This is fastNaiveBayes's ``fnb.detect_distribution`` (R package 2.2.1: integer columns with no
+value above 1 are Bernoulli, other integer columns multinomial, the rest Gaussian) for every
+column without negative values. It differs for integer columns with a negative value:
+fastNaiveBayes never looks at the sign, so {−3, 0, 1} is Bernoulli and {−2, 0, 5} multinomial
+there; here both are Gaussian, because a count or a presence cannot be negative (the multinomial
+and Bernoulli likelihoods of such values are not defined). Give ``column_models`` entries to
+choose otherwise. (fastNaiveBayes also reads a missing value as 0 and can detect from the first
+``nrows`` rows only; mlnb's inputs have no missing values and it detects from every training row.)
 
 and ``column_models`` entries such as "0-29=gaussian" or "30=bernoulli"
 (0-based columns, ranges inclusive, later entries win) override the detection.
@@ -156,7 +165,9 @@ def design(X: sp.csr_matrix, models: np.ndarray, shift: np.ndarray, dtype=np.flo
 # -- as a registered event model (``event_model``) ---------------------------------------------
 def _log_odds(counts, outside, prior, p) -> Weights:
     models = column_event_models(counts, p.column_models)
-    return Weights(*log_odds(counts, models, outside.N_bar, prior, p.alpha, p.var_smoothing), models)
+    # float64 with Gaussian columns: the estimator then scores in float64 (see ``gaussian``)
+    dtype = np.float64 if (models == "gaussian").any() else np.float32
+    return Weights(*log_odds(counts, models, outside.N_bar, prior, p.alpha, p.var_smoothing, dtype), models)
 
 
 def _log_likelihood(counts, log_prior, p) -> Weights:

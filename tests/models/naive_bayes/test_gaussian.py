@@ -83,3 +83,41 @@ def test_hand_worked_example():
 def test_epsilon_is_var_smoothing_times_the_largest_variance():
     t, t2 = np.array([3.0, 10.0]), np.array([5.0, 50.0])  # columns (1, 2) and (5, 5)
     assert gaussian.epsilon(t, t2, 2, 0.1) == pytest.approx(0.1 * 0.25)
+
+
+def _pairs_out_of_order(scores, oracle):
+    """How many document pairs the scores order strictly against the oracle's order."""
+    d_scores = np.sign(scores[:, None] - scores[None, :])
+    d_oracle = np.sign(oracle[:, None] - oracle[None, :])
+    return int(np.sum(d_scores * d_oracle < 0)) // 2
+
+
+def test_rankings_equal_float64_sklearn_where_variances_reach_var_smoothing(sklearn_log_odds):
+    # binary words, several of them never seen in a category: σ² = ε = var_smoothing · max var there,
+    # log-odds terms of ±1/(2ε) ≈ 1e9 that cancel. Summed in float32 they scramble the order of the
+    # documents that share such words; summed in float64 and rounded once they keep sklearn's order
+    from mlnb.models._linear import LinearMultilabelModel
+
+    rng = np.random.default_rng(0)
+    n, V = 400, 40
+    y = rng.random(n) < 0.3
+    X = (rng.random((n, V)) < np.where(y[:, None], 0.3, 0.15)).astype(np.float64)
+    X[y, :6] = 0.0  # six words never seen among the positives
+    X[~y, 6:9] = 0.0  # three never among the negatives
+    X[rng.random((n, V)) < 0.02] = 1.0  # ... except in a few documents of each kind (they rank by the rest)
+    X_train = X.copy()
+    X_train[y, :6], X_train[~y, 6:9] = 0.0, 0.0
+    Y = y[:, None].astype(int)
+    model = NaiveBayes(event_model="gaussian").fit(sp.csr_matrix(X_train), Y)
+    expected = sklearn_log_odds(GaussianNB(), X_train, y)  # float64 throughout
+    X_test = sp.csr_matrix(X)
+    joint = GaussianNB().fit(X_train, y).predict_joint_log_proba(X)  # (n, 2) float64
+    oracle = joint[:, 1] - joint[:, 0]
+    assert np.abs(oracle).max() > 1e8  # the regime of the issue
+    ours = model.decision_function(X_test)[:, 0]
+    assert ours.dtype == np.float32
+    assert _pairs_out_of_order(ours.astype(np.float64), oracle) == 0
+    np.testing.assert_allclose(model.decision_function(sp.csr_matrix(X_train))[:, 0], expected,
+                               rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+    float32_sums = LinearMultilabelModel._linear_scores(model, X_test)[:, 0]  # the float32 path it replaces
+    assert _pairs_out_of_order(float32_sums.astype(np.float64), oracle) > 0

@@ -69,6 +69,30 @@ def test_negative_columns_are_gaussian(mixed_columns):
     assert NaiveBayes(event_model="mixed").fit(X, Y).column_event_models_[40] == "gaussian"
 
 
+def _fast_naive_bayes_detection(X):
+    """fastNaiveBayes 2.2.1's fnb.detect_distribution, written out: integer columns with no value
+    above 1 are Bernoulli, other integer columns multinomial, the rest Gaussian (the sign unread)."""
+    integer = (np.abs(X - np.round(X)) > np.finfo(float).eps).sum(axis=0) == 0
+    above_one = (X > 1).sum(axis=0) > 0
+    return np.where(~integer, "gaussian", np.where(above_one, "multinomial", "bernoulli"))
+
+
+def test_detection_is_fast_naive_bayes_except_for_negative_integers(mixed_columns):
+    # the documented difference: a count or a presence cannot be negative, so a negative integer
+    # column is Gaussian here where fastNaiveBayes makes it Bernoulli (max ≤ 1) or multinomial
+    X, Y, _ = mixed_columns
+    X = X.copy()
+    X[::3, 40] *= -1  # signed counts: multinomial in fastNaiveBayes
+    X[::4, 34] = -X[::4, 34]  # values in {−1, 0, 1}: Bernoulli in fastNaiveBayes
+    ours = NaiveBayes(event_model="mixed").fit(X, Y).column_event_models_
+    theirs = _fast_naive_bayes_detection(X)
+    negative_integer = (X.min(axis=0) < 0) & (X == np.round(X)).all(axis=0)
+    assert list(np.flatnonzero(negative_integer)) == [34, 40]
+    assert (theirs[34], theirs[40]) == ("bernoulli", "multinomial")
+    np.testing.assert_array_equal(ours[~negative_integer], theirs[~negative_integer])
+    assert set(ours[negative_integer]) == {"gaussian"}
+
+
 @pytest.mark.parametrize("entry, message", [
     ("0-x=gaussian", "entry '0-x=gaussian': expected 'COLUMNS=MODEL'"),
     ("gaussian", "entry 'gaussian': expected"),

@@ -1,0 +1,90 @@
+r"""Where the array engine runs: the namespace pair (xp, xsp), picked once per engine.
+
+    device          xp      xsp                   what it is for
+    "gpu"           cupy    cupyx.scipy.sparse    the GPU engine (``pip install 'mlnb[gpu]'``)
+    "array-numpy"   numpy   scipy.sparse          the same code on the CPU: tests and CI compare it
+                                                  with the numba engine; never faster than it
+
+Every function of the engine is written once against ``xp`` (numpy's array API, which CuPy
+mirrors) and ``xsp`` (scipy.sparse's CSR products, which cupyx mirrors); nothing else differs.
+CuPy is imported here, and only when a study names ``engine.device = "gpu"``: importing mlnb
+or running a CPU study never imports it (a test checks).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+import scipy.sparse as sp
+
+from mlnb.errors import MlnbError
+
+#: ``[engine] device``: the numba engine on the CPU's cores, the array engine on a GPU, or the array
+#: engine on numpy (the GPU's code on the CPU, for tests)
+DEVICES = ("cpu", "gpu", "array-numpy")
+
+
+def gpu_problem() -> str | None:
+    """Why the GPU engine cannot run here, in a few words; None when CuPy sees a GPU."""
+    try:
+        cupy = importlib.import_module("cupy")
+    except ImportError:
+        return "CuPy is not installed (pip install 'mlnb[gpu]', which needs CUDA 12)"
+    except Exception as error:  # a CuPy built for another CUDA fails in many ways at import  # noqa: BLE001
+        return f"CuPy does not load ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # no driver, no device  # noqa: BLE001
+        return f"CUDA finds no GPU ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+    return None if count > 0 else "CUDA finds no GPU"
+
+
+@dataclass(frozen=True)
+class ArrayNamespace:
+    """The array library (xp) and its sparse module (xsp) the engine runs on."""
+
+    name: str  # "gpu" or "array-numpy"
+    xp: ModuleType
+    xsp: ModuleType
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.xp is not np
+
+    def asarray(self, a, dtype=None):
+        """A host (or device) array on the device."""
+        return self.xp.asarray(a, dtype=dtype)
+
+    def csr(self, X: sp.csr_matrix, dtype=None):
+        """A host CSR matrix on the device (int32 indices, as cuSPARSE wants them)."""
+        dtype = X.dtype if dtype is None else dtype
+        if not self.on_gpu:
+            return sp.csr_matrix((X.data.astype(dtype, copy=False), X.indices, X.indptr), shape=X.shape)
+        xp = self.xp
+        return self.xsp.csr_matrix((xp.asarray(X.data, dtype=dtype), xp.asarray(X.indices, dtype=np.int32),
+                                    xp.asarray(X.indptr, dtype=np.int32)), shape=X.shape)
+
+    def to_host(self, a) -> np.ndarray:
+        """A device array as a numpy array (itself on numpy)."""
+        return a.get() if self.on_gpu else np.asarray(a)
+
+    def synchronize(self) -> None:
+        """Wait for the device's queued work (timings include it)."""
+        if self.on_gpu:
+            self.xp.cuda.get_current_stream().synchronize()
+
+
+def namespace(device: str) -> ArrayNamespace:
+    """The namespace pair of ``device`` ("gpu" or "array-numpy"); one MlnbError line where the GPU
+    engine cannot run."""
+    if device == "array-numpy":
+        return ArrayNamespace(device, np, sp)
+    if device != "gpu":
+        raise MlnbError(f"engine.device = {device!r}: the array engine runs on 'gpu' or 'array-numpy'")
+    problem = gpu_problem()
+    if problem:
+        raise MlnbError(f"engine.device = 'gpu': {problem}; use engine.device = 'cpu'")
+    return ArrayNamespace(device, importlib.import_module("cupy"), importlib.import_module("cupyx.scipy.sparse"))

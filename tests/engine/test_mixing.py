@@ -1,0 +1,76 @@
+"""Iterative parameter mixing on Dask (``engine.mix_every``): the pieces a pass is cut into, and the
+warning when the data allow only rarer mixing."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from mlnb.config import load_config
+from mlnb.data.stream import Partition
+from mlnb.data.synthetic import make_rcv1_like
+from mlnb.engine.fitting import mixing_pieces
+from mlnb.errors import MlnbWarning
+
+
+def test_pieces_cover_every_row_once_and_are_no_larger_than_asked():
+    partitions = [Partition(path="a", number=0, first_id=0, n_documents=2500),
+                  Partition(path="b", number=1, first_id=10_000, start=100, stop=1100, n_documents=1000),
+                  Partition(path="c", number=2, first_id=20_000, n_documents=300)]
+    pieces = mixing_pieces(partitions, 700, reads_row_ranges=True)
+    for partition in partitions:
+        mine = [p for p in pieces if p.path == partition.path]
+        ends = [p.stop if p.stop is not None else p.start + p.n_documents for p in mine]
+        assert all(p.n_documents <= 700 and p.n_documents == end - p.start for p, end in zip(mine, ends))
+        rows = np.concatenate([np.arange(p.start, end) for p, end in zip(mine, ends)])
+        end = partition.stop if partition.stop is not None else partition.n_documents
+        np.testing.assert_array_equal(rows, np.arange(partition.start, end))  # in order, each row once
+        assert all(p.first_id == partition.first_id for p in mine)  # ids stay those of the file
+
+
+def test_a_source_without_row_ranges_keeps_its_partitions_whole():
+    partitions = [Partition(path="a.svm", number=0, first_id=0, n_documents=5000),
+                  Partition(path="b.svm", number=1, first_id=1 << 40)]
+    assert mixing_pieces(partitions, 100, reads_row_ranges=False) == partitions
+
+
+def test_mixing_rarer_than_asked_is_one_warning(tmp_path):
+    pytest.importorskip("distributed")
+    from mlnb.study import run_study
+
+    corpus = make_rcv1_like(n_documents=2400, n_features=300, n_categories=6, seed=1)
+    for i, rows in enumerate(np.array_split(np.arange(2400), 2)):
+        dump_svmlight_file(corpus.X[rows], corpus.Y[rows].toarray(), str(tmp_path / f"part-{i}.svm"),
+                           multilabel=True, zero_based=False)
+    config = tmp_path / "study.toml"
+    config.write_text(f"""
+[data]
+source = "svmlight"
+streaming = true
+chunk_size = 400
+[data.svmlight]
+path = "{tmp_path}/part-*.svm"
+n_features = 300
+n_categories = 6
+[models.lr]
+kind = "logistic"
+batch_size = 50
+npasses = 1
+[engine]
+kind = "dask"
+n_workers = 2
+minibatch = "mixing"
+mix_every = 1
+[eval]
+bootstrap = 0
+[report]
+category = 0
+plots = false
+""")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run_study(load_config(config))
+    lines = [str(w.message) for w in caught if issubclass(w.category, MlnbWarning) and "mixes" in str(w.message)]
+    assert len(lines) == 1 and "engine.mix_every = 1" in lines[0] and "shards" in lines[0]
+    assert result.model("lr").model.history_[0]["mixing_rounds"] == 1  # one file per worker: one round

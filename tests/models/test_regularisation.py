@@ -1,0 +1,76 @@
+"""The regularised step of the minibatch engine (mlnb/models/_regularisation.py): the exact solution of
+dw/ds = −g − l2·w − l1·sign(w), checked against a fine numerical integration of that ODE, its fixed
+points, and the composition that makes the lazy catch-up exact."""
+
+import numpy as np
+import pytest
+
+from mlnb.models._regularisation import regularised_step
+
+numba = pytest.importorskip("numba")
+from mlnb.models._regularisation import regularised_row, step_with_l1  # noqa: E402
+
+
+def integrate(w, g, alpha, l1, l2, substeps=20_000):
+    """Euler on the ODE with the subgradient at 0 (w stays 0 while |g| ≤ l1): an independent oracle."""
+    w = np.array(w, dtype=np.float64)
+    h = alpha / substeps
+    for _ in range(substeps):
+        pull = g + l2 * w + l1 * np.sign(w)
+        moved = w - h * pull
+        crossing = (w != 0) & (np.sign(moved) != np.sign(w))
+        w = np.where(crossing & (np.abs(g) <= l1), 0.0, moved)
+        w = np.where((w == 0) & (np.abs(g) <= l1), 0.0, w)
+    return w
+
+
+CASES = [  # (w, g, alpha, l1, l2): away from 0, crossing 0 and stopping, crossing and going on, from 0
+    (0.8, 0.3, 0.5, 0.0, 0.2), (-0.5, -1.0, 2.0, 0.0, 0.05), (0.0, 2.0, 0.1, 0.0, 1.0),
+    (0.8, 0.3, 0.5, 0.1, 0.2), (0.05, 0.02, 1.0, 0.1, 0.2), (0.05, 0.9, 1.0, 0.1, 0.2),
+    (-0.05, -0.9, 1.0, 0.1, 0.0), (0.0, 0.05, 3.0, 0.1, 0.2), (0.0, -0.5, 3.0, 0.1, 0.2), (0.3, 0.0, 4.0, 0.1, 0.2),
+]
+
+
+@pytest.mark.parametrize("w, g, alpha, l1, l2", CASES)
+def test_the_step_is_the_solution_of_the_ode(w, g, alpha, l1, l2):
+    expected = integrate(np.array([w]), g, alpha, l1, l2)[0]
+    assert regularised_step(np.array([w]), np.array([g]), np.array([alpha]), l1, l2)[0] == \
+        pytest.approx(expected, abs=2e-4)
+    if l1:
+        assert step_with_l1(w, g, alpha, l1, l2) == pytest.approx(expected, abs=2e-4)
+
+
+@pytest.mark.parametrize("l1, l2", [(0.0, 0.3), (0.1, 0.0), (0.1, 0.3)])
+def test_the_optimum_is_a_fixed_point_for_any_step(l1, l2):
+    """At w with g + l2·w + l1·sign(w) = 0 the step leaves w where it is, however long."""
+    w = np.array([0.7, -1.3, 2.0])
+    g = -l2 * w - l1 * np.sign(w)
+    for alpha in (1e-3, 0.5, 40.0):
+        np.testing.assert_allclose(regularised_step(w, g, np.full(3, alpha), l1, l2), w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("l1, l2", [(0.0, 0.3), (0.1, 0.0), (0.1, 0.3)])
+def test_missed_steps_compose_into_one(l1, l2):
+    """A row no minibatch touches (g = 0): k steps of α each are one step of k·α — the lazy catch-up."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=50).astype(np.float32)
+    alpha = rng.uniform(0.01, 2.0, size=50).astype(np.float32)
+    stepwise = w.copy()
+    for _ in range(7):
+        stepwise = regularised_step(stepwise, 0, alpha, l1, l2)
+    np.testing.assert_allclose(regularised_step(w, 0, 7 * alpha, l1, l2), stepwise, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("l1, l2", [(0.0, 1e-4), (0.0, 0.3), (0.0, 30.0), (0.1, 0.3)])
+def test_the_compiled_row_step_is_the_numpy_step(l1, l2):
+    """regularised_row (numba, with its cheaper exact forms by the row's largest l2·α) against the numpy
+    formulas, for rows in each of its ranges."""
+    rng = np.random.default_rng(1)
+    for scale in (1e-2, 1.0, 300.0):  # l2·α below 2e-4, below 0.1, above, for l2 = 1e-4 … 30
+        W = rng.normal(size=(2, 103)).astype(np.float32)
+        g = rng.normal(size=103).astype(np.float32)
+        alpha = (rng.uniform(0.1, 1.0, size=103) * scale).astype(np.float32)
+        for touched, row in ((True, 0), (False, 1)):
+            expected = regularised_step(W[row], g if touched else 0, alpha, l1, l2)
+            regularised_row(W, row, g, alpha, np.float32(l1), np.float32(l2), touched)
+            np.testing.assert_allclose(W[row], expected, rtol=3e-6, atol=1e-7)
