@@ -39,7 +39,8 @@ def check_tracking(config, origin: str = "config") -> None:
 
 
 def flatten(table: dict, prefix: str = "") -> dict:
-    """{'a': {'b': 1}} -> {'a.b': 1}."""
+    """{'a': {'b': 1}} -> {'a.b': 1}: every leaf of a nested table under its dotted key (MLflow's params,
+    and the config diff of ``mlnb compare``)."""
     flat = {}
     for key, value in table.items():
         if isinstance(value, dict):

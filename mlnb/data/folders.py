@@ -38,7 +38,7 @@ from mlnb.data.limits import MAX_DOCUMENTS, MAX_LINE_BYTES
 from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.data.stream import ChunkSource, Chunk, Partition, check_chunk_size, make_chunk, split_source
 from mlnb.data.text import (Records, TextFit, TextOptions, TextReading, _Fitting, label_matrix, text_records,
-                            vectorize, vectorizer)
+                            vectorize, vectorizer, vocabulary_features)
 from mlnb.errors import MlnbError, MlnbWarning
 
 TABLE = "data.files"
@@ -315,14 +315,7 @@ class FolderSource(ChunkSource):
                  name: str | None = None):
         self.listing, self.reading, self.text_options = listing, reading, text_options
         self.category_names = list(fitted.categories)
-        self.vocabulary = None if text_options.vectorizer == "hashing" else dict(fitted.vocabulary)
-        if self.vocabulary is None:
-            self.n_features, self.feature_names = text_options.hash_features, None
-        else:
-            self.n_features = len(self.vocabulary)
-            self.feature_names = [None] * self.n_features
-            for term, j in self.vocabulary.items():
-                self.feature_names[j] = term
+        self.vocabulary, self.n_features, self.feature_names = vocabulary_features(fitted.vocabulary, text_options)
         self.name = name or listing.folder.name
 
     def partitions(self) -> list[Partition]:

@@ -46,7 +46,8 @@ from mlnb.data.hashing import FILE_ID_SHIFT, split_mask
 from mlnb.data.limits import MAX_DOCUMENTS
 from mlnb.data.svmlight import SvmlightScan, join_blocks, matrices, scan_svmlight, slice_block
 from mlnb.data.svmlight_blocks import ParsedBlock
-from mlnb.data.text import TextOptions, TextReading, fit_text, label_matrix, text_format, text_records, vectorizer
+from mlnb.data.text import (TextOptions, TextReading, fit_text, label_matrix, text_format, text_records, vectorizer,
+                            vocabulary_features)
 from mlnb.data.validate import check_features, check_labels, one_class_error
 from mlnb.errors import MlnbError
 
@@ -459,14 +460,7 @@ class TextSource(ChunkSource):
         self.category_names = list(categories)
         if not self.category_names:
             raise MlnbError(f"{self.paths[0]}: no categories")
-        self.vocabulary = None if text_options.vectorizer == "hashing" else dict(vocabulary)
-        if self.vocabulary is None:
-            self.n_features, self.feature_names = text_options.hash_features, None
-        else:
-            self.n_features = len(self.vocabulary)
-            self.feature_names = [None] * self.n_features
-            for term, j in self.vocabulary.items():
-                self.feature_names[j] = term
+        self.vocabulary, self.n_features, self.feature_names = vocabulary_features(vocabulary, text_options)
         self.name = name or source_name(self.paths)
 
     def partitions(self) -> list[Partition]:

@@ -53,6 +53,18 @@ class TextOptions:
     hash_features: int = 2**18
 
 
+def vocabulary_features(vocabulary, text_options) -> tuple[dict | None, int, list | None]:
+    """(vocabulary, n_features, feature_names) of a fitted text source: the vocabulary's terms by column,
+    or, with the hashing vectorizer, no vocabulary and ``hash_features`` unnamed columns."""
+    if text_options.vectorizer == "hashing":
+        return None, text_options.hash_features, None
+    vocabulary = dict(vocabulary)
+    feature_names = [None] * len(vocabulary)
+    for term, j in vocabulary.items():
+        feature_names[j] = term
+    return vocabulary, len(vocabulary), feature_names
+
+
 def vectorizer(options: TextOptions, vocabulary: dict | None = None):
     """The scikit-learn vectorizer of ``options`` (a CountVectorizer with ``vocabulary`` fixed when given)."""
     from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer

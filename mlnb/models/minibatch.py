@@ -280,8 +280,9 @@ class Updater:
         return tau, before
 
     def configure(self, lrate: np.ndarray, texp: float, vexp: float, epsilon: float, l1: float, l2: float) -> None:
-        """New hyperparameters for the steps to come (the state stays). The rows are regularised
-        up to now (``flush``) before a change, so the new ones apply from here on only."""
+        """New hyperparameters for the steps to come (the state stays). The caller first regularises
+        every row up to now (the kernel's ``flush``, as ``LogisticRegression`` does), so that the new
+        l1, l2 and step sizes apply from here on only."""
         self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
         self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
 

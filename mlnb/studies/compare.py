@@ -31,6 +31,7 @@ from mlnb.metrics.comparison import Comparison, compare_scores
 from mlnb.metrics.multiclass import class_log_odds
 from mlnb.metrics.significance import mcnemar_test
 from mlnb.scores import SavedRun
+from mlnb.tracking import flatten
 
 __all__ = ["compare_runs", "config_diff", "default_pair", "load_scores", "run_tags"]
 
@@ -119,17 +120,6 @@ def saved_config(run: SavedRun) -> dict | None:
         return tomllib.loads((Path(run.folder) / "config.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-
-
-def flatten(table: dict, prefix: str = "") -> dict:
-    """{'a': {'b': 1}} -> {'a.b': 1}: every leaf of a nested table under its dotted key."""
-    flat = {}
-    for key, value in table.items():
-        if isinstance(value, dict):
-            flat |= flatten(value, f"{prefix}{key}.")
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _scoring_identity(config: dict, key: str) -> dict:
