@@ -31,7 +31,8 @@ from mlnb.errors import MlnbError, MlnbWarning
 # Everything else is imported inside the command that needs it: mlnb.config alone imports every model
 # (scikit-learn, numba), a second or two that `mlnb --help` and a mistyped command should not wait for.
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: help texts are plain text, so "[sweep]" or "[data]" is shown, not read as markup
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Naive Bayes vs logistic regression, one-vs-rest over every category, "
                        "driven by a TOML config. Start with: mlnb run configs/quickstart.toml")
 
@@ -43,9 +44,22 @@ _DEBUG = {"on": bool(os.environ.get("MLNB_DEBUG"))}  # --debug: tracebacks befor
 MAX_MESSAGE = 2000  # characters of an error line
 
 
+def _show_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"mlnb {version('mlnb')}")
+        except PackageNotFoundError:  # run from a source tree that is not installed
+            typer.echo("mlnb (not installed: no version recorded)")
+        raise typer.Exit()
+
+
 @app.callback()
 def _options(debug: bool = typer.Option(False, "--debug", help="Print the Python traceback of an error before its "
-                                        "one-line message (also: MLNB_DEBUG=1).")) -> None:
+                                        "one-line message (also: MLNB_DEBUG=1)."),
+             version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                          help="Print mlnb's version and exit.")) -> None:
     """Naive Bayes vs logistic regression, one-vs-rest over every category, driven by a TOML config."""
     _DEBUG["on"] = _DEBUG["on"] or debug
 

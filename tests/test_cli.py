@@ -194,3 +194,14 @@ def test_nothing_evaluable_still_gives_a_complete_folder(tmp_path, lines, comman
     assert (folder / "report.md").is_file() and list((folder / "plots").glob("*.png"))
     if command == "run":
         assert "Nothing could be evaluated" in (folder / "report.md").read_text()
+
+
+def test_version_and_help_texts_show_config_sections():
+    """`mlnb --version` prints the installed version; help texts are plain text, so "[sweep]" and
+    "[curve]" are shown (rich markup read them as tags and dropped them)."""
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"mlnb {version('mlnb')}"
+    assert "[sweep] section" in CliRunner().invoke(app, ["sweep", "--help"]).output
+    assert "[curve] sets" in CliRunner().invoke(app, ["curve", "--help"]).output
