@@ -89,7 +89,7 @@ from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import caller_exclusions
 from mlnb.metrics._delong import column_blocks, single_statistics
-from mlnb.metrics.ranking import _positives_by_column, _with_threads
+from mlnb.metrics.ranking import _positives_by_column, _with_threads, worker_threads
 from mlnb.metrics.significance import _labels_and_scores
 
 BOOTSTRAP_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "macro_precision", "micro_precision",
@@ -305,6 +305,106 @@ if HAVE_NUMBA:
             new_group[t] = t == 0 or keys[t] != keys[t - 1]
 
 
+if HAVE_NUMBA:
+    from mlnb.models._glm_kernels import _claim
+
+    _LOW32 = np.uint64(0xFFFFFFFF)
+
+    @njit(cache=True)
+    def _high_product(a, b):
+        """The high 64 bits of the 128-bit product a·b (uint64), from 32-bit halves."""
+        a0, a1, b0, b1 = a & _LOW32, a >> np.uint64(32), b & _LOW32, b >> np.uint64(32)
+        low, cross_a, cross_b = a0 * b0, a1 * b0, a0 * b1
+        middle = (low >> np.uint64(32)) + (cross_a & _LOW32) + (cross_b & _LOW32)
+        return a1 * b1 + (cross_a >> np.uint64(32)) + (cross_b >> np.uint64(32)) + (middle >> np.uint64(32))
+
+    @njit(cache=True)
+    def _pcg64_double(hi, lo, inc_hi, inc_lo):
+        """(next hi, next lo, the double): numpy's PCG64 ``random()`` — the 128-bit LCG step
+        s ← s·M + inc, the XSL-RR output rotr(hi ⊕ lo, hi >> 58), its top 53 bits × 2⁻⁵³."""
+        m_hi, m_lo = np.uint64(2549297995355413924), np.uint64(4865540595714422341)
+        new_hi = _high_product(lo, m_lo) + lo * m_hi + hi * m_lo
+        new_lo = lo * m_lo
+        lo = new_lo + inc_lo
+        hi = new_hi + inc_hi + (np.uint64(1) if lo < new_lo else np.uint64(0))
+        x, rot = hi ^ lo, hi >> np.uint64(58)
+        x = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+        return hi, lo, np.float64(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+    @njit(parallel=True, cache=True)
+    def _draw_counts(idx, states, inc_hi, inc_lo, first_positive, m_of, counts):
+        """counts[b] = [bincount(idx[b], minlength=n), the stratified positives' draws] for each resample
+        b in parallel; returns each resample's largest count.
+
+        Resample b's positives read their own PCG64 stream, states[b] = (hi, lo), the generator's
+        state advanced by b·P draws: positive p draws first_positive[p] + ⌊u · m_of[p]⌋ (u its uniform,
+        m_of[p] its category's positives), the numbers ``rng.random(P)`` gives resample by resample."""
+        B, n = idx.shape
+        P = m_of.size
+        top = np.zeros(B, dtype=np.int64)
+        for b in prange(B):
+            row = counts[b]
+            row[:] = 0
+            for t in range(n):
+                row[idx[b, t]] += 1
+            hi, lo = states[b, 0], states[b, 1]
+            for p in range(P):
+                hi, lo, u = _pcg64_double(hi, lo, inc_hi, inc_lo)
+                row[n + first_positive[p] + np.int64(np.floor(u * m_of[p]))] += 1
+            top[b] = row.max()
+        return top
+
+    @njit(parallel=True, cache=True)
+    def _transpose_counts(counts, out):
+        """out (R × B) = countsᵀ in out's (narrower) type, in parallel over blocks of rows."""
+        B, R = counts.shape
+        step = 2048
+        for c in prange((R + step - 1) // step):
+            for b in range(B):
+                for r in range(c * step, min(R, (c + 1) * step)):
+                    out[r, b] = counts[b, r]
+
+    @njit(parallel=True, cache=True)
+    def _row_sums(indptr, rows, W, order, n_threads):
+        """(T, B): out[t] = Σ_{q ∈ [indptr[t], indptr[t + 1])} W[rows[q]] in float64, q in order; the
+        tasks t claimed by the threads one at a time in ``order`` (the most rows first)."""
+        T, B = indptr.size - 1, W.shape[1]
+        out = np.zeros((T, B))
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(n_threads):
+            o = _claim(claimed, 0)
+            while o < order.size:
+                t = order[o]
+                for q in range(indptr[t], indptr[t + 1]):
+                    r = rows[q]
+                    for b in range(B):
+                        out[t, b] += W[r, b]
+                o = _claim(claimed, 0)
+        return out
+
+
+def _stacked_counts_compiled(idx: np.ndarray, positive_bits, first_positive: np.ndarray,
+                             m_of: np.ndarray) -> np.ndarray:
+    """``_compact_counts(vstack([W, V]))`` of one block, the same numbers and type, in parallel:
+    idx (B, n) the documents drawn; positive_bits the PCG64 of the positives' draws, left advanced
+    past the block (B·P draws, as ``random(P)`` B times would leave it)."""
+    B, n = idx.shape
+    P = m_of.size
+    states = np.empty((B, 2), dtype=np.uint64)
+    inc = positive_bits.state["state"]["inc"]
+    for b in range(B):  # resample b's stream starts b·P draws on (each double takes one 64-bit output)
+        state = positive_bits.state["state"]["state"]
+        states[b] = state >> 64, state & 0xFFFFFFFFFFFFFFFF
+        positive_bits.advance(P)
+    counts = np.empty((B, n + P), dtype=np.int32 if n < 2 ** 31 else np.int64)
+    top = _draw_counts(idx, states, np.uint64(inc >> 64), np.uint64(inc & 0xFFFFFFFFFFFFFFFF), first_positive,
+                       m_of, counts).max(initial=0)
+    dtype = next((t for t in (np.uint8, np.uint16) if top <= np.iinfo(t).max), np.float64)
+    out = np.empty((n + P, B), dtype=dtype)
+    _transpose_counts(counts, out)
+    return out
+
+
 #: slices of the pooled pairs' radix sort (parallel work; any number gives the same order)
 POOLED_SORT_SLICES = 16
 
@@ -439,6 +539,22 @@ def bootstrap_replicates(Y_true, scores, decisions=None, threshold: float = 0.5,
                                                   np.random.default_rng([seed, 2])) for name in parts.macro}
 
 
+def _count_rows(Y: sp.csc_matrix, H: sp.csc_matrix, D: sp.csc_matrix, hit: np.ndarray, n: int):
+    """(indptr, rows, order) of the 4K row sums of the stacked weights [w; v] ((n + P) × B) that are
+    Yᵀ w, Dᵀ w, Hᵀ w and the decided positives' v (row n + p for positive p, CSC order), each
+    category's rows in index order; order: the sums with the most rows first. Y, D, H hold ones."""
+    K = Y.shape[1]
+    positives = np.flatnonzero(hit)  # (P',) the decided positives among Y's nonzeros
+    category = np.repeat(np.arange(K), np.diff(Y.indptr))[positives]
+    lists = [(M.indptr, M.indices) for M in (Y, D, H)]
+    lists.append((np.searchsorted(category, np.arange(K + 1)), n + positives))
+    counts = np.concatenate([np.diff(indptr) for indptr, _ in lists])  # (4K,)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    rows = np.concatenate([np.asarray(indices, dtype=np.int64) if i < 3 else indices
+                           for i, (_, indices) in enumerate(lists)])
+    return indptr, rows.astype(np.int64), np.argsort(-counts, kind="stable").astype(np.int64)
+
+
 class _Parts(NamedTuple):
     micro: dict  # name -> (B,) replicates on the resampled documents
     macro: dict  # name -> ((K,) full-sample per-category values, (K, B) their deviations in each resample)
@@ -496,28 +612,42 @@ def _replicate_parts(Y_true, scores, decisions, threshold, metrics, n_boot, seed
     first_positive = np.repeat(Y.indptr[:-1], m)  # (P,) where each nonzero's category starts
     if wants_auc and wants_macro:
         full_auc = plan.aucs(np.ones((n + P, 1), dtype=np.uint8), use_numba, stratified=True)[0].T  # (K, 1)
+    if use_numba and wants_counts:  # the weighted counts as row sums of the stacked weights [w; v]
+        sums_indptr, sums_rows, sums_order = _count_rows(Y, H, D.tocsc(), hit, n)
     for first in range(0, n_boot, block):
         B = min(block, n_boot - first)
-        W = np.empty((n, B))  # (n, B) multinomial weights, one column per resample
-        for b in range(B):
-            W[:, b] = np.bincount(next(draws), minlength=n)
-        V = np.empty((P, B))  # (P, B) each category's positives drawn among themselves
-        for b in range(B):
-            chosen = first_positive + np.floor(positive_draws.random(P) * m[positive_category]).astype(np.int64)
-            V[:, b] = np.bincount(chosen, minlength=P)
+        if use_numba:  # [w; v] drawn and counted in parallel, the same numbers (``_stacked_counts_compiled``)
+            idx = np.empty((B, n), dtype=np.int64)
+            for b in range(B):
+                idx[b] = next(draws)
+            stacked = _stacked_counts_compiled(idx, positive_draws.bit_generator, first_positive,
+                                               m[positive_category].astype(np.float64))  # (n + P, B)
+        else:
+            W = np.empty((n, B))  # (n, B) multinomial weights, one column per resample
+            for b in range(B):
+                W[:, b] = np.bincount(next(draws), minlength=n)
+            V = np.empty((P, B))  # (P, B) each category's positives drawn among themselves
+            for b in range(B):
+                chosen = first_positive + np.floor(positive_draws.random(P) * m[positive_category]).astype(np.int64)
+                V[:, b] = np.bincount(chosen, minlength=P)
+            stacked = _compact_counts(np.vstack([W, V]))
         rows = slice(first, first + B)
         if wants_auc:
-            per_category, micro = plan.aucs(_compact_counts(np.vstack([W, V])), use_numba, stratified=True)
+            per_category, micro = plan.aucs(stacked, use_numba, stratified=True)
             if "macro_auc" in deviations:
                 deviations["macro_auc"].append(per_category.T - full_auc)  # (K, B)
             if "micro_auc" in values:  # the pooled pairs read the document weights only
                 values["micro_auc"][rows] = micro
         if wants_counts:
-            positives, predicted, tp = (np.asarray(M @ W) for M in (Yt, Dt, Ht))  # (K, B), document weights
+            if use_numba:  # whole numbers summed in float64: exact, the products' values in any order
+                sums = _row_sums(sums_indptr, sums_rows, stacked, sums_order, min(worker_threads(), K * 4))
+                positives, predicted, tp, tp_v = sums[:K], sums[K:2 * K], sums[2 * K:3 * K], sums[3 * K:]
+            else:
+                positives, predicted, tp = (np.asarray(M @ W) for M in (Yt, Dt, Ht))  # (K, B), document weights
+                tp_v = np.asarray(hits_of @ V)  # (K, B) decided positives under the stratified draws
             TP, PRED, POS = (v[pooled].sum(axis=0) for v in (tp, predicted, positives))  # (B,)
             pooled_values = {"f1": _safe_ratio(2 * TP, PRED + POS), "precision": _safe_ratio(TP, PRED),
                              "recall": _safe_ratio(TP, POS)}
-            tp_v = np.asarray(hits_of @ V)  # (K, B) decided positives under the stratified draws
             per_category = _per_category_counts(tp_v, tp_v + predicted - tp, m[:, None].astype(np.float64))
             for name in metrics:
                 kind, what = name.split("_", 1)

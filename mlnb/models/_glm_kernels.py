@@ -121,23 +121,25 @@ _SCIPY_RESIDUALS = {"sigmoid": _sigmoid_residual, "softmax": _softmax_residual}
 
 
 def _update_bias(b, Sb, D, lrate, tau, adagrad, vexp, eps):
-    """g_b = 1ᵀ·D / m;  adagrad: S_b += g_b², b −= lrate·τ·g_b / (S_b^vexp + ε);  sgd: b −= lrate·τ·g_b."""
+    """g_b = 1ᵀ·D / m;  adagrad: S_b += g_b², b −= lrate·τ·g_b / (S_b^vexp + ε) (no step while S_b = 0);
+    sgd: b −= lrate·τ·g_b."""
     gb = D.mean(axis=0)  # (K,)
     scale = lrate * np.float32(tau)
     if adagrad:
         Sb += gb * gb
-        b -= scale * gb / (Sb ** np.float32(vexp) + np.float32(eps))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b -= np.where(Sb > 0, scale * gb / (Sb ** np.float32(vexp) + np.float32(eps)), np.float32(0.0))
     else:
         b -= scale * gb
 
 
 def step_sizes(S_rows, lrate, adagrad: bool, vexp: float, eps: float) -> np.ndarray:
-    """c = lrate / (S^vexp + ε) (adagrad) or lrate (sgd), per coordinate of the given rows (float32):
-    a coordinate's step is α = c·τ_t."""
+    """c = lrate / (S^vexp + ε) (adagrad; 0 where S = 0: a coordinate with no gradient yet takes no step) or
+    lrate (sgd), per coordinate of the given rows (float32): a coordinate's step is α = c·τ_t."""
     if not adagrad:
         return np.broadcast_to(lrate, S_rows.shape).astype(np.float32)
     with np.errstate(divide="ignore"):
-        return lrate / (S_rows ** np.float32(vexp) + np.float32(eps))
+        return np.where(S_rows > 0, lrate / (S_rows ** np.float32(vexp) + np.float32(eps)), np.float32(0.0))
 
 
 def flush_rows(W, updater) -> None:
@@ -442,23 +444,27 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _step_sizes_row(S, j, lrate, adagrad, square_root, vexp, eps, scale, out):
-        """out = scale · c_j, c_jk = lrate_k / (S_jk^vexp + ε) (adagrad) or lrate_k (sgd)."""
+        """out = scale · c_j, c_jk = lrate_k / (S_jk^vexp + ε) (adagrad; 0 while S_jk = 0: no gradient yet,
+        no step) or lrate_k (sgd)."""
         K = out.shape[0]
+        zero = np.float32(0.0)
         if not adagrad:
             for k in range(K):
                 out[k] = lrate[k] * scale
         elif square_root:
             for k in range(K):
-                out[k] = lrate[k] * scale / (np.sqrt(S[j, k]) + eps)
+                out[k] = lrate[k] * scale / (np.sqrt(S[j, k]) + eps) if S[j, k] > zero else zero
         else:
             for k in range(K):
-                out[k] = lrate[k] * scale / (S[j, k] ** vexp + eps)
+                out[k] = lrate[k] * scale / (S[j, k] ** vexp + eps) if S[j, k] > zero else zero
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, square_root, vexp, eps, l1, l2, R):
         """g = (R_j ∘) g; adagrad: S_j += g²; α = lrate·τ/(S_j^vexp + ε) (sgd: lrate·τ) into ``alpha``;
-        then W_j ← W_j − α·g, or the regularised step of ``_regularisation`` (l1 or l2 > 0)."""
+        then W_j ← W_j − α·g, or the regularised step of ``_regularisation`` (l1 or l2 > 0). A coordinate
+        whose gradients have all been 0 (S = 0) takes no step: AdaGrad has no step size for it yet."""
         K = W.shape[1]
+        zero = np.float32(0.0)
         # separate branch-free loops so that each one vectorises
         if R is not None:
             for k in range(K):
@@ -470,12 +476,12 @@ if HAVE_NUMBA:
             for k in range(K):
                 s = S[j, k] + g[k] * g[k]
                 S[j, k] = s
-                alpha[k] = lrate[k] * tau / (np.sqrt(s) + eps)
+                alpha[k] = lrate[k] * tau / (np.sqrt(s) + eps) if s > zero else zero
         else:
             for k in range(K):
                 s = S[j, k] + g[k] * g[k]
                 S[j, k] = s
-                alpha[k] = lrate[k] * tau / (s ** vexp + eps)
+                alpha[k] = lrate[k] * tau / (s ** vexp + eps) if s > zero else zero
         if l1 != 0 or l2 != 0:
             regularised_row(W, j, g, alpha, l1, l2, True)
         else:
@@ -485,22 +491,26 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp, eps, l1, l2, behind, u):
         """W_j ← the regularised step with G = 0 and α = c_j·behind (``_regularisation``), c_jk =
-        lrate_k/(S_jk^vexp + ε) (sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
+        lrate_k/(S_jk^vexp + ε) (0 while S_jk = 0; sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
         W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
         ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; u (K) is scratch for the others."""
         K = W.shape[1]
         if adagrad and square_root and l1 == 0:
-            smallest = S[j, 0]
-            for k in range(1, K):
-                smallest = min(smallest, S[j, k])
+            zero, one, never = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
+            smallest = never  # the smallest S > 0 (S = 0: no gradient yet, no step); selects, so loops vectorise
+            for k in range(K):
+                smallest = min(smallest, S[j, k] if S[j, k] > zero else never)
+            if smallest == never:
+                return
             scale = l2 * behind
-            one = np.float32(1.0)
             if scale * lrate_max / (np.sqrt(smallest) + eps) < LINEAR_BELOW:
                 for k in range(K):
-                    W[j, k] *= one - scale * lrate[k] / (np.sqrt(S[j, k]) + eps)
+                    factor = one - scale * lrate[k] / (np.sqrt(S[j, k]) + eps)
+                    W[j, k] *= factor if S[j, k] > zero else one
             else:
                 for k in range(K):
-                    W[j, k] *= exp_nonpositive(-scale * lrate[k] / (np.sqrt(S[j, k]) + eps))
+                    factor = exp_nonpositive(-scale * lrate[k] / (np.sqrt(S[j, k]) + eps))
+                    W[j, k] *= factor if S[j, k] > zero else one
         else:
             _step_sizes_row(S, j, lrate, adagrad, square_root, vexp, eps, behind, u)
             regularised_row(W, j, u, u, l1, l2, False)

@@ -44,6 +44,8 @@ from mlnb._numba import HAVE_NUMBA, IEEE, njit
 PHI_SERIES_BELOW = 0.1
 #: below this y, e^(−y) = 1 − y and φ(y) = 1 − y/2 to float32 rounding (the next terms are < 2e-8)
 LINEAR_BELOW = 2e-4
+#: below this y, their Taylor polynomials of degree 3 are exact to float32 rounding (next terms < 5e-10)
+CUBIC_BELOW = 1e-2
 
 
 def phi(y: np.ndarray) -> np.ndarray:
@@ -138,8 +140,8 @@ if HAVE_NUMBA:
 
         l1 = 0 (the default regulariser): e^(−y) and φ(y), y = l2·α, by the cheapest form that is exact
         to float32 rounding for the row's largest y: 1 − y and 1 − y/2 below ``LINEAR_BELOW`` (the
-        next terms, y²/2 and y²/6, are then < 2e-8), their Taylor polynomials of degree 5 below
-        ``PHI_SERIES_BELOW``, else exp and the quotient. Most rows take the first two."""
+        next terms, y²/2 and y²/6, are then < 2e-8), their Taylor polynomials of degree 3 below
+        ``CUBIC_BELOW`` and of degree 5 below ``PHI_SERIES_BELOW``, else exp and the quotient."""
         K = W.shape[1]
         one, half = np.float32(1.0), np.float32(0.5)
         if l1 == 0:
@@ -158,6 +160,13 @@ if HAVE_NUMBA:
                 for k in range(K):
                     y = l2 * alpha[k]
                     W[j, k] = (one - y) * W[j, k] - alpha[k] * (one - half * y) * g[k]
+            elif top < CUBIC_BELOW:
+                c2, c3, c4 = np.float32(1 / 2), np.float32(1 / 3), np.float32(1 / 4)
+                for k in range(K):
+                    y = l2 * alpha[k]
+                    e = one - y * (one - c2 * y * (one - c3 * y))
+                    phi_y = one - c2 * y * (one - c3 * y * (one - c4 * y))
+                    W[j, k] = e * W[j, k] - alpha[k] * phi_y * g[k]
             elif top < PHI_SERIES_BELOW:
                 c2, c3, c4, c5, c6 = (np.float32(1 / 2), np.float32(1 / 3), np.float32(1 / 4), np.float32(1 / 5),
                                       np.float32(1 / 6))

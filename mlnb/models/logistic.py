@@ -13,7 +13,7 @@ forward and one backward:
 
 and, for every coordinate of W (t counts minibatches from 1; lrate may be one value per category),
 
-    adagrad:  S += G²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)
+    adagrad:  S += G²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)     (α = 0 while S = 0)
     sgd:                 α = lrate · t^(−texp)
     W ← the exact solution after a time α of  dw/ds = −G − l2·w − l1·sign(w)   (G held fixed)
       = e^(−l2·α)·W − α·φ(l2·α)·G,   φ(y) = (1 − e^(−y))/y                 (l1 = 0)

@@ -216,25 +216,23 @@ class Updater:
     Step t (from 1) on a minibatch B, for every coordinate (j, k) of W, with g the gradient of the
     minibatch's mean loss alone (g = 0 on the rows B does not touch):
 
-        adagrad:  S += g²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)
+        adagrad:  S += g²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)   (α = 0 while S = 0)
         sgd:                 α = lrate · t^(−texp)
-        W ← Φ_α(W − α·g)
+        W ← the exact solution after a time α of dw/ds = −g − l2·w − l1·sign(w), g held fixed
+          = e^(−l2·α)·W − α·φ(l2·α)·g,  φ(y) = (1 − e^(−y))/y           (l1 = 0; ``_regularisation``)
 
-    and the same for b with g_b and S_b (b is not regularised: b ← b − α_b·g_b). Φ_u is the exact
-    flow, for a time u, of the regulariser's gradient, dw/ds = −l2·w − l1·sign(w):
+    and the same for b with g_b and S_b (b is not regularised: b ← b − α_b·g_b). This is AdaGrad's
+    composite mirror-descent form (Duchi, Hazan & Singer 2011, JMLR 12, §5): S sums the loss's
+    gradients only, and the step's fixed points are the documented objective's optima for any α.
+    With texp = vexp = ½ (the defaults) α = lrate / (√S + ε), the classic AdaGrad step. A coordinate
+    whose gradients have all been 0 (S = 0: a word not seen yet) takes no step: AdaGrad has no step
+    size for it yet (lrate/ε would wipe, e.g., a warm start at the first step).
 
-        Φ_u(w) = sign(w) · max(0, (|w| + l1/l2)·e^(−l2·u) − l1/l2)
-               = w·e^(−l2·u)                          (l1 = 0)
-               = sign(w) · max(0, |w| − l1·u)          (l2 = 0: soft-thresholding)
-
-    (0 stays 0). This is AdaGrad's composite mirror-descent form (Duchi, Hazan & Singer 2011,
-    JMLR 12, §5): S sums the loss's gradients, and the regulariser is applied by its own exact
-    step. With texp = vexp = ½ (the defaults) α = lrate / (√S + ε), the classic AdaGrad step.
-
-    Why a flow: it makes the regularisation of a row the minibatch does not touch exact and
+    Why this step: it makes the regularisation of a row the minibatch does not touch exact and
     cheap. Such a row has g = 0 and a constant S, so its α = c·τ_t (c = lrate/(S^vexp + ε), or
-    lrate with sgd; τ_t = t^(vexp−texp), or t^(−texp)), and flows compose: the steps t₀+1 … t₁
-    it missed are together Φ applied once for the time c·(T(t₁) − T(t₀)), T(t) = Σ_{s≤t} τ_s.
+    lrate with sgd; τ_t = t^(vexp−texp), or t^(−texp)), and with g = 0 the step is the regulariser's
+    flow, e.g. w·e^(−l2·α); flows compose: the steps t₀+1 … t₁ it missed are one step for the time
+    c·(T(t₁) − T(t₀)), T(t) = Σ_{s≤t} τ_s.
     So the kernels keep T (float64) and, per word, T_last[j] = the T up to which row j has been
     regularised, and bring a row up to date just before a minibatch reads it ("just-in-time"
     regularisation: Carpenter 2008, "Lazy sparse stochastic gradient descent for regularized

@@ -332,3 +332,44 @@ def test_the_kernels_sums_equal_numpys_exactly(rounding):
     W = rng.integers(0, 5, size=(n, B)).astype(np.uint8)
     args = (plan.doc, plan.label, plan.new_group, plan.starts, W)
     np.testing.assert_array_equal(_segment_sums(*args), _segment_sums_numpy(*args))
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("seed, n, B", [(0, 1, 3), (5, 97, 4), (9, 2000, 11)])
+def test_compiled_draws_are_numpys_draws(seed, n, B):
+    # the kernel's PCG64 streams, one per resample (b·P draws on), must give the numbers that
+    # rng.random(P) gives resample after resample, and leave the generator where it would be
+    from mlnb.metrics.uncertainty import _compact_counts, _stacked_counts_compiled
+
+    rng = np.random.default_rng(seed)
+    m = rng.integers(1, 30, size=7)  # positives per category, P = Σ m
+    P, indptr = int(m.sum()), np.r_[0, np.cumsum(m)]
+    category, first_positive = np.repeat(np.arange(m.size), m), np.repeat(indptr[:-1], m)
+    idx = np.stack([rng.integers(0, n, size=n) for _ in range(B)])
+    draws = np.random.default_rng([seed, 1])
+    W, V = np.empty((n, B)), np.empty((P, B))
+    for b in range(B):
+        W[:, b] = np.bincount(idx[b], minlength=n)
+        V[:, b] = np.bincount(first_positive + np.floor(draws.random(P) * m[category]).astype(np.int64), minlength=P)
+    expected = _compact_counts(np.vstack([W, V]))
+    compiled = np.random.default_rng([seed, 1])
+    got = _stacked_counts_compiled(idx, compiled.bit_generator, first_positive, m[category].astype(np.float64))
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert compiled.random() == draws.random()
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("decided", [False, True], ids=["threshold", "decisions"])
+def test_compiled_replicates_equal_numpys_bit_for_bit(decided):
+    # the draws, the weighted counts and the AUC sums: the compiled path gives numpy's replicates
+    rng = np.random.default_rng(12)
+    Y = rng.random((700, 9)) < np.r_[np.linspace(0.02, 0.6, 8), 0.0]
+    Y[rng.integers(0, 700), 8] = True  # a category with one positive
+    scores = np.round(rng.normal(size=Y.shape) + Y, 1)
+    decisions = sp.csr_matrix(rng.random(Y.shape) < 0.2) if decided else None
+    run = lambda use_numba: bootstrap_replicates(Y, scores, decisions, metrics=BOOTSTRAP_METRICS, n_boot=70,
+                                                 seed=3, exclude=[2], use_numba=use_numba)
+    compiled, reference = run(True), run(False)
+    for name in BOOTSTRAP_METRICS:
+        assert compiled[name].tobytes() == reference[name].tobytes(), name

@@ -209,7 +209,8 @@ def fingerprint_problem():
 def dense_reference(X, Y, link, lrate, batch_size, npasses, l1, l2, random_state, eps=1e-8):
     """The documented update written densely, independently of the engine: at every step EVERY row of
     W takes the regularised step (numpy, float64), rows the minibatch does not touch with g = 0; AdaGrad
-    with texp = vexp = ½ (α = lrate/(√S + ε)); b from the smoothed priors; the same minibatch order."""
+    with texp = vexp = ½ (α = lrate/(√S + ε), 0 while S = 0); b from the smoothed priors; the same
+    minibatch order."""
     from scipy.special import expit, softmax
 
     from mlnb.models._linear import prior_log_odds
@@ -229,11 +230,11 @@ def dense_reference(X, Y, link, lrate, batch_size, npasses, l1, l2, random_state
             D = (expit(Z) if link == "sigmoid" else softmax(Z, axis=1)) - Yb
             G = Xb.T @ D / len(rows)
             S += G * G
-            alpha = lrate / (np.sqrt(S) + eps)
+            alpha = np.where(S > 0, lrate / (np.sqrt(S) + eps), 0.0)  # no step before a coordinate's first gradient
             W = step_with_l1_dense(W, G, alpha, l1, l2)
             gb = D.mean(axis=0)
             Sb += gb * gb
-            b -= lrate * gb / (np.sqrt(Sb) + eps)
+            b -= np.where(Sb > 0, lrate * gb / (np.sqrt(Sb) + eps), 0.0)
     return W, b
 
 
@@ -492,3 +493,18 @@ def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(tmp_path):
     fresh = run()
     assert any(tmp_path.rglob("*.nbc")), "the first run should have filled the empty cache"
     assert run() == fresh
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_word_with_no_gradient_yet_keeps_its_warm_start(kernel):
+    """AdaGrad has no step size for a coordinate whose gradients have all been 0 (lrate/ε would wipe it):
+    a word that never occurs in training keeps its coef_init exactly; the others are regularised."""
+    X, Y = fingerprint_problem()
+    X = X.tolil()
+    X[:, 7] = 0  # word 7 never occurs
+    X = X.tocsr()
+    W0 = np.full((X.shape[1], Y.shape[1]), 0.5, dtype=np.float32)
+    model = LogisticRegression(kernel=kernel, batch_size=64, npasses=2, l2=1e-2, random_state=1).fit(
+        X, Y, coef_init=W0, intercept_init=np.zeros(Y.shape[1]))
+    np.testing.assert_array_equal(model.weights_[7], W0[7])
+    assert not np.allclose(model.weights_[np.arange(X.shape[1]) != 7], 0.5)

@@ -165,12 +165,13 @@ class DenseTraining:
                 xp.power(self.S, np.float32(self.vexp), out=alpha)
             alpha += np.float32(self.epsilon)
             xp.divide(scale, alpha, out=alpha)  # α = lrate·τ / (S^vexp + ε)
+            alpha *= self.S > 0  # a coordinate with no gradient yet (S = 0) takes no step, as in the kernels
         else:
             alpha = scale  # (K,): one α per category
         self.W = regularised_step(xp, self.W, G, alpha, self.l1, self.l2)
         if self.adagrad:
             self.Sb += g_b * g_b
-            self.b = self.b - scale * g_b / self._divide(self.Sb)
+            self.b = self.b - xp.where(self.Sb > 0, scale * g_b / self._divide(self.Sb), np.float32(0.0))
         else:
             self.b = self.b - scale * g_b
         return loss
