@@ -62,6 +62,14 @@ same over the pooled (document, category) pairs, cut into segments at tie bounda
 area is shifted by its positives × the negatives of earlier segments). The weighted counts are
 sparse products (Yᵀ w, and the decided positives' selection times v).
 
+With numba, a block of resamples runs in parallel and gives the same bits whatever the thread
+count: the document draws stay serial (``rng.integers`` rejects a variable number of its 32-bit
+outputs, so a resample's place in the stream is known only after the earlier ones), their counts
+and the positives' draws run one resample per thread — a resample's positives read numpy's PCG64
+stream from its own start, the state advanced by b·P draws (each ``random()`` double takes one
+64-bit output), so they are ``rng.random(P)``'s numbers — and the products are row sums of the
+stacked counts, whole numbers added in float64: exact, so any order gives the scipy products' values.
+
 **DeLong intervals of one AUC** (DeLong, DeLong & Clarke-Pearson 1988): with
 the structural components V10 (one per positive) and V01 (one per negative)
 of ``significance``,
@@ -111,9 +119,52 @@ def bootstrap_indices(n: int, n_boot: int, seed: int = 0) -> Iterator[np.ndarray
 
 
 if HAVE_NUMBA:
+    from mlnb.models._glm_kernels import _claim
+
+    @njit(cache=True)
+    def _one_segment(doc, label, new_group, starts, W, s, out):
+        """out[s]: segment s's sums (``_segment_sums``)."""
+        B = W.shape[1]
+        below = np.zeros(B)  # negative weight below the current tie group
+        area = np.zeros(B)
+        positive = np.zeros(B)
+        g_pos = np.zeros(B)
+        g_neg = np.zeros(B)
+        end = starts[s + 1]
+        open_group = False  # g_pos, g_neg hold a tie group of two or more items
+        for j in range(starts[s], end):
+            if new_group[j] and open_group:
+                for b in range(B):
+                    area[b] += g_pos[b] * (below[b] + 0.5 * g_neg[b])
+                    below[b] += g_neg[b]
+                    positive[b] += g_pos[b]
+                    g_pos[b] = 0.0
+                    g_neg[b] = 0.0
+                open_group = False
+            d = doc[j]
+            if new_group[j] and (j + 1 == end or new_group[j + 1]):  # a group of one
+                if label[j]:
+                    for b in range(B):
+                        area[b] += W[d, b] * below[b]
+                        positive[b] += W[d, b]
+                else:
+                    for b in range(B):
+                        below[b] += W[d, b]
+                continue
+            open_group = True
+            if label[j]:
+                for b in range(B):
+                    g_pos[b] += W[d, b]
+            else:
+                for b in range(B):
+                    g_neg[b] += W[d, b]
+        for b in range(B):
+            out[s, 0, b] = area[b] + g_pos[b] * (below[b] + 0.5 * g_neg[b])
+            out[s, 1, b] = positive[b] + g_pos[b]
+            out[s, 2, b] = below[b] + g_neg[b]
 
     @njit(parallel=True, cache=True)
-    def _segment_sums(doc, label, new_group, starts, W):
+    def _segment_sums(doc, label, new_group, starts, W, n_threads=1):
         """(S, 3, B): per segment of sorted (ascending) items and per resample, the AUC area
         within the segment, its positive weight and its negative weight.
 
@@ -121,48 +172,19 @@ if HAVE_NUMBA:
         sums: a positive adds w·below to the area and w to the positives, a negative adds w to
         below. That is what closing a group of one item adds (0 + w = w exactly, w being a whole
         number, and a negative's area term is 0), so the sums are the same bits, for about a
-        third of the work per item. Items of larger tie groups are summed per group first."""
+        third of the work per item. Items of larger tie groups are summed per group first.
+
+        The segments are claimed by ``n_threads`` threads one at a time (a segment's sums do not
+        depend on its thread: the same bits for any thread count), as their work varies with their
+        positives."""
         S = starts.size - 1
-        B = W.shape[1]
-        out = np.zeros((S, 3, B))
-        for s in prange(S):
-            below = np.zeros(B)  # negative weight below the current tie group
-            area = np.zeros(B)
-            positive = np.zeros(B)
-            g_pos = np.zeros(B)
-            g_neg = np.zeros(B)
-            end = starts[s + 1]
-            open_group = False  # g_pos, g_neg hold a tie group of two or more items
-            for j in range(starts[s], end):
-                if new_group[j] and open_group:
-                    for b in range(B):
-                        area[b] += g_pos[b] * (below[b] + 0.5 * g_neg[b])
-                        below[b] += g_neg[b]
-                        positive[b] += g_pos[b]
-                        g_pos[b] = 0.0
-                        g_neg[b] = 0.0
-                    open_group = False
-                d = doc[j]
-                if new_group[j] and (j + 1 == end or new_group[j + 1]):  # a group of one
-                    if label[j]:
-                        for b in range(B):
-                            area[b] += W[d, b] * below[b]
-                            positive[b] += W[d, b]
-                    else:
-                        for b in range(B):
-                            below[b] += W[d, b]
-                    continue
-                open_group = True
-                if label[j]:
-                    for b in range(B):
-                        g_pos[b] += W[d, b]
-                else:
-                    for b in range(B):
-                        g_neg[b] += W[d, b]
-            for b in range(B):
-                out[s, 0, b] = area[b] + g_pos[b] * (below[b] + 0.5 * g_neg[b])
-                out[s, 1, b] = positive[b] + g_pos[b]
-                out[s, 2, b] = below[b] + g_neg[b]
+        out = np.zeros((S, 3, W.shape[1]))
+        claimed = np.zeros(1, dtype=np.int64)
+        for _ in prange(max(1, min(S, n_threads))):
+            s = _claim(claimed, 0)
+            while s < S:
+                _one_segment(doc, label, new_group, starts, W, s, out)
+                s = _claim(claimed, 0)
         return out
 
 
@@ -306,8 +328,6 @@ if HAVE_NUMBA:
 
 
 if HAVE_NUMBA:
-    from mlnb.models._glm_kernels import _claim
-
     _LOW32 = np.uint64(0xFFFFFFFF)
 
     @njit(cache=True)
@@ -382,6 +402,56 @@ if HAVE_NUMBA:
                 o = _claim(claimed, 0)
         return out
 
+    @njit(parallel=True, cache=True)
+    def _stratified_rows(doc, label, indptr, indices, n, K, rows):
+        """``_AucPlan.rows`` in parallel: a category's positive item (document d) reads row n + p, p its
+        position among Y's nonzeros (CSC order, indices sorted: what the numpy path's searchsorted
+        finds); every other item, and every pooled pair, row d."""
+        for t in prange(rows.size):
+            rows[t] = doc[t]
+        for k in prange(K):
+            position = np.empty(n, dtype=np.int64)
+            for p in range(indptr[k], indptr[k + 1]):
+                position[indices[p]] = p
+            for i in range(k * n, (k + 1) * n):
+                if label[i]:
+                    rows[i] = n + position[doc[i]]
+
+
+    @njit(parallel=True, cache=True)
+    def _at_or_above(scores, cut, indptr, indices):
+        """The CSR structure of [scores ≥ cut]: with indptr[i + 1] zero, each row's count, then (indptr
+        cumulated) each row's columns in order; in parallel over rows."""
+        n, K = scores.shape
+        if indices.size == 0:
+            for i in prange(n):
+                c = 0
+                for k in range(K):
+                    if scores[i, k] >= cut:
+                        c += 1
+                indptr[i + 1] = c
+            return
+        for i in prange(n):
+            q = indptr[i]
+            for k in range(K):
+                if scores[i, k] >= cut:
+                    indices[q] = k
+                    q += 1
+
+
+def _threshold_matrix_compiled(scores: np.ndarray, threshold: float) -> sp.csr_matrix:
+    """``_decision_matrix``'s [scores ≥ logit(threshold)], the same matrix, built in parallel; the
+    cut in the scores' type, as numpy compares an array with a Python float."""
+    n, K = scores.shape
+    cut = scores.dtype.type(logit(threshold))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    _at_or_above(scores, cut, indptr, np.empty(0, dtype=np.int32))
+    np.cumsum(indptr, out=indptr)
+    index = np.int32 if max(indptr[-1], K) < 2 ** 31 else np.int64
+    indices = np.empty(indptr[-1], dtype=index)
+    _at_or_above(scores, cut, indptr, indices)
+    return sp.csr_matrix((np.ones(indices.size), indices, indptr.astype(index)), shape=(n, K))
+
 
 def _stacked_counts_compiled(idx: np.ndarray, positive_bits, first_positive: np.ndarray,
                              m_of: np.ndarray) -> np.ndarray:
@@ -391,6 +461,7 @@ def _stacked_counts_compiled(idx: np.ndarray, positive_bits, first_positive: np.
     B, n = idx.shape
     P = m_of.size
     states = np.empty((B, 2), dtype=np.uint64)
+    assert positive_bits.state["bit_generator"] == "PCG64", "the kernel draws PCG64's numbers"
     inc = positive_bits.state["state"]["inc"]
     for b in range(B):  # resample b's stream starts b·P draws on (each double takes one 64-bit output)
         state = positive_bits.state["state"]["state"]
@@ -470,19 +541,24 @@ class _AucPlan:
         # the row of the stacked weights [w; v] ((n + P) × B) each item reads: a category's positive
         # item reads its own draw n + p (p: its position among Y's nonzeros, CSC order); every other
         # item its document's weight
-        self.rows = self.doc.copy()
-        in_category = np.zeros(self.doc.size, dtype=bool)
-        in_category[:K * n] = self.label[:K * n]
-        category = np.flatnonzero(in_category) // n
-        keys = np.repeat(np.arange(K, dtype=np.int64), np.diff(Y.indptr)) * n + Y.indices  # sorted (CSC)
-        self.rows[in_category] = n + np.searchsorted(keys, category * n + self.doc[in_category])
+        self.rows = np.empty_like(self.doc) if use_numba else self.doc.copy()
+        if use_numba:
+            _stratified_rows(self.doc, self.label, Y.indptr, Y.indices, n, K, self.rows)
+        else:
+            in_category = np.zeros(self.doc.size, dtype=bool)
+            in_category[:K * n] = self.label[:K * n]
+            category = np.flatnonzero(in_category) // n
+            keys = np.repeat(np.arange(K, dtype=np.int64), np.diff(Y.indptr)) * n + Y.indices  # sorted (CSC)
+            self.rows[in_category] = n + np.searchsorted(keys, category * n + self.doc[in_category])
 
     def aucs(self, W: np.ndarray, use_numba: bool, stratified: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """((B, K) per-category AUCs, (B,) micro AUC) of the resamples weighted by W (n × B), or with
         ``stratified`` by the stacked weights [w; v] ((n + P) × B): each category's positives by v."""
-        kernel = _segment_sums if use_numba else _segment_sums_numpy
         rows = self.rows if stratified else self.doc
-        sums = kernel(rows, self.label, self.new_group, self.starts, W)  # (S, 3, B)
+        if use_numba:
+            sums = _segment_sums(rows, self.label, self.new_group, self.starts, W, worker_threads())  # (S, 3, B)
+        else:
+            sums = _segment_sums_numpy(rows, self.label, self.new_group, self.starts, W)
         area, positive, negative = sums[:self.K, 0], sums[:self.K, 1], sums[:self.K, 2]  # (K, B)
         with np.errstate(invalid="ignore", divide="ignore"):
             per_category = np.where((positive > 0) & (negative > 0), area / (positive * negative), np.nan).T
@@ -504,6 +580,8 @@ def _decision_matrix(scores: np.ndarray, decisions, threshold: float) -> sp.csr_
         D.eliminate_zeros()
         if not np.all(D.data == 1):
             raise MlnbError("decisions must hold only 0/1 (or booleans)")
+    elif decisions is None and HAVE_NUMBA and scores.dtype in (np.float32, np.float64):
+        D = _threshold_matrix_compiled(scores, threshold)
     else:
         dense = None if decisions is None else np.asarray(decisions)
         cut, step, blocks = logit(threshold), 8192, []
@@ -590,36 +668,41 @@ def _replicate_parts(Y_true, scores, decisions, threshold, metrics, n_boot, seed
     positive_category = np.repeat(np.arange(K), m)  # (P,) the category of each nonzero of Y (CSC order)
     if wants_counts:
         D = _decision_matrix(scores, decisions, threshold)
-        Dt, Ht = D.T.tocsr(), sp.csr_matrix(D.multiply(Y)).T.tocsr()  # (K, n) each; H = hits
-        Yt = Y.T.tocsr()  # (K, n)
+        if not use_numba:  # the scipy products' operands
+            Dt, Ht = D.T.tocsr(), sp.csr_matrix(D.multiply(Y)).T.tocsr()  # (K, n) each; H = hits
+            Yt = Y.T.tocsr()  # (K, n)
+        D = D.tocsc()
         H = sp.csc_matrix(D.multiply(Y))  # decided positives: a subset of Y's nonzeros
         H.eliminate_zeros()
         H.sort_indices()
         keys = positive_category.astype(np.int64) * n + Y.indices  # (P,) sorted (CSC order)
         decided = np.repeat(np.arange(K, dtype=np.int64), np.diff(H.indptr)) * n + H.indices
-        hit = np.isin(keys, decided).astype(np.float64)  # (P,) whether each positive was decided positive
-        # (K, P): category k's decided positives, to sum their draws v
-        hits_of = sp.csr_matrix((hit, (positive_category, np.arange(P))), shape=(K, P))
-        full = {"tp": np.asarray(Ht.sum(axis=1)).ravel()[:, None],  # (K, 1) each
-                "predicted": np.asarray(Dt.sum(axis=1)).ravel()[:, None]}
+        hit = np.zeros(P)  # (P,) whether each positive was decided positive (H's nonzeros are among Y's)
+        hit[np.searchsorted(keys, decided)] = 1.0
+        if not use_numba:  # (K, P): category k's decided positives, to sum their draws v
+            hits_of = sp.csr_matrix((hit, (positive_category, np.arange(P))), shape=(K, P))
+        # (K, 1) each: the stored ones per column (D and H hold ones only, no explicit zeros)
+        full = {"tp": np.diff(H.indptr).astype(np.float64)[:, None],
+                "predicted": np.diff(D.indptr).astype(np.float64)[:, None]}
         full |= _per_category_counts(full["tp"], full["predicted"], m[:, None].astype(np.float64))
 
     values = {name: np.empty(n_boot) for name in metrics if name.startswith("micro_")}
     deviations = {name: [] for name in metrics if name.startswith("macro_")}  # (K, B) blocks
     block = max(1, min(MAX_RESAMPLES_PER_BLOCK, WEIGHT_BLOCK_ENTRIES // max(n + P, 1)))
     draws = bootstrap_indices(n, n_boot, seed)
+    document_draws = np.random.default_rng(seed)  # bootstrap_indices' generator, for whole blocks at once
     positive_draws = np.random.default_rng([seed, 1])
     first_positive = np.repeat(Y.indptr[:-1], m)  # (P,) where each nonzero's category starts
     if wants_auc and wants_macro:
         full_auc = plan.aucs(np.ones((n + P, 1), dtype=np.uint8), use_numba, stratified=True)[0].T  # (K, 1)
     if use_numba and wants_counts:  # the weighted counts as row sums of the stacked weights [w; v]
-        sums_indptr, sums_rows, sums_order = _count_rows(Y, H, D.tocsc(), hit, n)
+        sums_indptr, sums_rows, sums_order = _count_rows(Y, H, D, hit, n)
     for first in range(0, n_boot, block):
         B = min(block, n_boot - first)
         if use_numba:  # [w; v] drawn and counted in parallel, the same numbers (``_stacked_counts_compiled``)
-            idx = np.empty((B, n), dtype=np.int64)
-            for b in range(B):
-                idx[b] = next(draws)
+            # (B, n): one call draws what B calls of ``bootstrap_indices`` draw (the same stream, the
+            # 32-bit halves of a 64-bit output carried over from one resample to the next)
+            idx = document_draws.integers(0, n, size=(B, n))
             stacked = _stacked_counts_compiled(idx, positive_draws.bit_generator, first_positive,
                                                m[positive_category].astype(np.float64))  # (n + P, B)
         else:

@@ -361,11 +361,15 @@ def test_compiled_draws_are_numpys_draws(seed, n, B):
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 @pytest.mark.parametrize("decided", [False, True], ids=["threshold", "decisions"])
-def test_compiled_replicates_equal_numpys_bit_for_bit(decided):
-    # the draws, the weighted counts and the AUC sums: the compiled path gives numpy's replicates
+def test_compiled_replicates_equal_numpys_bit_for_bit(decided, monkeypatch):
+    # the draws, the weighted counts and the AUC sums: the compiled path gives numpy's replicates;
+    # blocks of 5 resamples of 701 documents: a block's last draw leaves half a 64-bit output over
+    import mlnb.metrics.uncertainty as uncertainty
+
+    monkeypatch.setattr(uncertainty, "MAX_RESAMPLES_PER_BLOCK", 5)
     rng = np.random.default_rng(12)
-    Y = rng.random((700, 9)) < np.r_[np.linspace(0.02, 0.6, 8), 0.0]
-    Y[rng.integers(0, 700), 8] = True  # a category with one positive
+    Y = rng.random((701, 9)) < np.r_[np.linspace(0.02, 0.6, 8), 0.0]
+    Y[rng.integers(0, 701), 8] = True  # a category with one positive
     scores = np.round(rng.normal(size=Y.shape) + Y, 1)
     decisions = sp.csr_matrix(rng.random(Y.shape) < 0.2) if decided else None
     run = lambda use_numba: bootstrap_replicates(Y, scores, decisions, metrics=BOOTSTRAP_METRICS, n_boot=70,
@@ -373,3 +377,52 @@ def test_compiled_replicates_equal_numpys_bit_for_bit(decided):
     compiled, reference = run(True), run(False)
     for name in BOOTSTRAP_METRICS:
         assert compiled[name].tobytes() == reference[name].tobytes(), name
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_compiled_plan_reads_the_same_weight_rows():
+    # each item's row of the stacked weights [w; v]: the kernel's, per category, equal numpy's searchsorted
+    from mlnb.metrics.uncertainty import _AucPlan
+
+    rng = np.random.default_rng(13)
+    Y = rng.random((500, 7)) < np.linspace(0.01, 0.7, 7)
+    scores = np.round(rng.normal(size=Y.shape) + Y, 1)
+    Yc = sp.csc_matrix(Y, dtype=np.float64)
+    Yc.sort_indices()
+    plans = [_AucPlan(Yc, scores, np.ones(7, dtype=bool), True, use_numba) for use_numba in (False, True)]
+    np.testing.assert_array_equal(plans[1].rows, plans[0].rows)
+    assert plans[1].rows.dtype == plans[0].rows.dtype
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_segment_sums_same_for_any_number_of_claiming_threads():
+    from mlnb.metrics.uncertainty import _AucPlan, _segment_sums
+
+    rng = np.random.default_rng(14)
+    Y = rng.random((300, 6)) < np.linspace(0.05, 0.5, 6)
+    scores = np.round(rng.normal(size=Y.shape) + Y, 1)
+    plan = _AucPlan(sp.csc_matrix(Y, dtype=np.float64), scores, np.ones(6, dtype=bool), True, True)
+    W = rng.integers(0, 4, size=(300, 5)).astype(np.uint8)
+    args = (plan.doc, plan.label, plan.new_group, plan.starts, W)
+    one = _segment_sums(*args, 1)
+    for threads in (2, 3, 64):
+        assert _segment_sums(*args, threads).tobytes() == one.tobytes()
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threshold", [0.5, 0.3])
+def test_compiled_threshold_decisions_are_numpys(dtype, threshold):
+    # [scores ≥ logit(threshold)], compared in the scores' type as numpy compares with a Python float
+    from mlnb.metrics.classification import logit
+    from mlnb.metrics.uncertainty import _decision_matrix
+
+    rng = np.random.default_rng(15)
+    scores = np.round(rng.normal(size=(9000, 11)), 1).astype(dtype)
+    cut = dtype(logit(threshold))
+    scores[3, 4], scores[8, 1] = cut, np.nextafter(cut, dtype(-10))  # at the cut and one step below
+    got = _decision_matrix(scores, None, threshold)
+    expected = sp.csr_matrix(scores >= logit(threshold), dtype=np.float64)
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), err_msg=name)
+    assert got.shape == expected.shape and got.data.dtype == np.float64
