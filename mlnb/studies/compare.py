@@ -89,9 +89,11 @@ def compare_runs(run_a: SavedRun, key_a: str, run_b: SavedRun, key_b: str, alpha
         scores_a, scores_b = class_log_odds(scores_a), class_log_odds(scores_b)
     # what either run left out of its own comparisons (eval.untrainable = 'exclude') stays out here
     excluded = np.union1d(run_a.excluded, run_b.excluded).astype(np.int64)
+    n_boot, seed, level = _bootstrap_settings(saved_config(run_a))
     try:
         return compare_scores(run_a.Y_test, scores_a, scores_b, run_a.category_names, run_a.train_positives,
-                              label_a, label_b, alpha, name_a, name_b, mcnemar=mcnemar, exclude=excluded)
+                              label_a, label_b, alpha, name_a, name_b, mcnemar=mcnemar, exclude=excluded,
+                              n_boot=n_boot, seed=seed, level=level)
     except ValueError as error:  # what the scores file checks cannot see: named by run and model
         raise MlnbError(f"{run_a.folder} (model {key_a!r}) against {run_b.folder} (model {key_b!r}): "
                         f"{' '.join(str(error).split())}") from None
@@ -109,6 +111,18 @@ def run_tags(folder_a: Path, folder_b: Path) -> tuple[str, str]:
         if tag_a != tag_b:
             return tag_a.lstrip("/"), tag_b.lstrip("/")
     return str(folder_a), str(folder_b)
+
+
+def _bootstrap_settings(config: dict | None) -> tuple[int, int, float]:
+    """(resamples, seed, level) of the paired bootstrap of the macro AUC difference: the first run's
+    eval.bootstrap, seed and eval.confidence, as its own comparisons used (none without a saved config)."""
+    if not config:
+        return 0, 0, 0.95
+    table = config.get("eval") or {}
+    try:
+        return int(table.get("bootstrap", 0)), int(config.get("seed", 0)), float(table.get("confidence", 0.95))
+    except (TypeError, ValueError):
+        return 0, 0, 0.95
 
 
 def saved_config(run: SavedRun) -> dict | None:

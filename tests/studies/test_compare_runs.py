@@ -74,3 +74,19 @@ def test_within_one_run_identical_models_are_skipped(tmp_path):
     same = dataclasses.replace(twins, scores={key: twins.scores[key] for key in ("nb", "nb2")})
     with pytest.raises(MlnbError, match="every pair of models is the same model.*--model-a/--model-b"):
         default_pair(same)
+
+
+def test_comparing_two_runs_gives_the_paired_bootstrap_interval_of_their_first_config(tmp_path):
+    """`mlnb compare` resamples as the first run's own comparisons did (its eval.bootstrap, seed and
+    eval.confidence): the macro-AUC difference comes with its paired bootstrap interval, which holds it."""
+    from mlnb.studies.compare import compare_runs
+
+    boot = [arg if arg != "eval.bootstrap=0" else "eval.bootstrap=50" for arg in TINY]
+    first = CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path / "a"), *boot])
+    second = CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path / "b"), *boot,
+                                      "--set", "models.lr.lrate=0.05"])
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    folders = [Path(r.output.strip().splitlines()[-1].removeprefix("results: ")) for r in (first, second)]
+    comparison = compare_runs(load_scores(folders[0]), "lr", load_scores(folders[1]), "lr")
+    low, high = comparison.macro_interval
+    assert low <= comparison.macro_difference <= high and comparison.level == 0.95
