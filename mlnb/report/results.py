@@ -33,7 +33,6 @@ import pandas as pd
 from mlnb import timings
 from mlnb.config import config_dict, dump_toml, toml_value
 from mlnb.errors import MlnbWarning
-from mlnb.metrics.evaluation import LOWER_IS_BETTER
 from mlnb.report import plots
 from mlnb.report.folder import atomic_folder
 from mlnb.report.markdown import comparison_markdown, plain, study_markdown
@@ -215,23 +214,6 @@ def _write_study_folder(root, name: str, files: dict, summary: dict, report: str
         (folder / "report.md").write_text(report + "\n" + "\n".join(f"![{p.stem}](plots/{p.name})" for p in made)
                                           + "\n", encoding="utf-8")
     return staging.final
-
-
-def write_sweep(sweep, root: str | Path = "results") -> Path:
-    keys = list(sweep.grid)
-    what = sweep.metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
-    table = sweep.table.sort_values(sweep.metric, ascending=sweep.metric in LOWER_IS_BETTER)
-    report = "\n".join([
-        f"# mlnb sweep: {sweep.config.name}", "",
-        f"Model {sweep.model} over {', '.join(keys)}; validation {what} on {sweep.n_validation} documents "
-        f"carved from the training part ({sweep.n_fit} fit the models); the test part is not used.", "",
-        "**Best:** " + ", ".join(f"`{k} = {sweep.best[k]}`" for k in keys) + f": {what} {sweep.best[sweep.metric]:.4f}",
-        "", markdown_table(table.set_index(keys[0])), ""])
-    summary = {"name": sweep.config.name, "model": sweep.model, "metric": sweep.metric, "category": sweep.category,
-               "grid": sweep.grid, "best": sweep.best, "n_fit": sweep.n_fit, "n_validation": sweep.n_validation,
-               "seed": sweep.config.seed, "config": config_dict(sweep.config)}
-    return _write_study_folder(root, f"{sweep.config.name}-sweep", {"sweep.csv": sweep.table}, summary, report,
-                               [("sweep.png", lambda path: plots.sweep_plot(sweep, path))])
 
 
 def _schedule_line(curve) -> str:
