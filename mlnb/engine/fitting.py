@@ -54,8 +54,6 @@ from mlnb.models._linear import prior_log_odds
 from mlnb.models.registry import CountRequest
 
 
-#: engine.mix_every's default: minibatches each Dask worker runs between two parameter mixings
-MIX_EVERY = 16
 #: warn when the data allow mixing only this many times more rarely than engine.mix_every asks
 WARN_MINIBATCHES_BETWEEN_MIXING = 4
 
@@ -166,7 +164,7 @@ class SourceTrainer:
     counting pass's sums, and minibatch passes here or on Dask (module docstring)."""
 
     def __init__(self, name: str, reading: Reading, partitions: list, counts: TrainingCounts, backend,
-                 buffer_chunks: int, mix_every: int = MIX_EVERY, minibatch: str = "one_worker"):
+                 buffer_chunks: int, mix_every: int, minibatch: str):
         self.name, self.reading, self.partitions, self.counts = name, reading, partitions, counts
         self.backend, self.buffer_chunks, self.mix_every, self.where = backend, buffer_chunks, mix_every, minibatch
         self.n_features = reading.source.n_features
@@ -194,7 +192,7 @@ class SourceTrainer:
                                         intercept_init, description="LR on one worker")
             return engine
         return _fit_mixed(self.backend, job, self.partitions, self.counts, coef_init, intercept_init,
-                          self.mix_every)
+                          mix_every=self.mix_every)
 
 
 def _start_state(engine, V: int, K: int, counts: TrainingCounts, coef_init=None, intercept_init=None) -> dict:
@@ -226,8 +224,8 @@ def mixing_pieces(partitions: list, documents_per_piece: int, reads_row_ranges: 
     return pieces
 
 
-def _fit_mixed(backend, job: LogisticJob, partitions, counts: TrainingCounts, coef_init=None, intercept_init=None,
-               mix_every: int = MIX_EVERY):
+def _fit_mixed(backend, job: LogisticJob, partitions, counts: TrainingCounts, coef_init=None, intercept_init=None, *,
+               mix_every: int):
     """Iterative parameter mixing: each pass in rounds; in a round every worker runs the engine over its
     next piece of the training data (about ``mix_every`` minibatches) from the same state, and the
     states are averaged, weighted by documents."""
