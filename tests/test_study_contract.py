@@ -35,7 +35,10 @@ OPTIONS = {"logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"}
 # one model per streaming kind (named as its kind), and every other NB event model (named as the event model)
 EVENT_MODELS_TOO = {name: ("naive_bayes", {"event_model": f'"{name}"'}) for name in EVENT_MODELS if name != "multinomial"}
 # and the full-batch solver of a kind that has one: L-BFGS on gradients summed over the chunks, the same optimum
-FULL_BATCH = {"lbfgs": ("logistic", {"solver": '"lbfgs"', "l2": "0.01", "tol": "1e-8", "lbfgs_memory": "30"})}
+FULL_BATCH = {"lbfgs": ("logistic", {"solver": '"lbfgs"', "l2": "0.01", "tol": "1e-8", "lbfgs_memory": "30"}),
+              # and SVRG: its minibatches in one order (no shuffle), its full passes summed over the chunks
+              "svrg": ("logistic", {"solver": '"svrg"', "l2": "0.01", "tol": "1e-6", "shuffle": "false",
+                                    "batch_size": "150"})}
 MODELS = {**{kind: (kind, OPTIONS.get(kind, {})) for kind in STREAMING_KINDS}, **EVENT_MODELS_TOO, **FULL_BATCH}
 
 

@@ -187,7 +187,9 @@ class SourceTrainer:
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)
         if self.backend.name == "local":
             return fit_logistic_here(job, self.partitions, self.counts, coef_init, intercept_init)
-        if self.where == "one_worker":  # the one-machine engine, on a worker: the same numbers as here
+        # the one-machine engine on a worker: the same numbers as here; a solver to the optimum (svrg) has no
+        # state to mix, so it always runs there
+        if self.where == "one_worker" or getattr(engine, "solver", "minibatch") != "minibatch":
             [engine] = self.backend.map(fit_logistic_on_worker, [self.partitions], job, self.counts, coef_init,
                                         intercept_init, description="LR on one worker")
             return engine

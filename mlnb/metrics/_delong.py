@@ -417,15 +417,22 @@ def component_columns(scores, positives, use_numba: bool = HAVE_NUMBA) -> np.nda
     return np.column_stack([_components_numpy(scores[:, r], positives)[0] for r in range(scores.shape[1])])
 
 
-#: bound on the scores of the categories read together by ``column_blocks`` (bytes)
+#: bound on the scores of the categories read together by ``column_blocks`` (bytes), per thread and in all: a
+#: block's stacked copy, the memory maps it is read from while it is copied, and the kernels' float64 work
+#: arrays of its categories are all about this size (10M documents, 2 threads: 2.48 GiB peak RSS with 512 MiB
+#: blocks, ``experiments/bench_scale.py``)
+COLUMN_BLOCK_BYTES_PER_THREAD = 1 << 26
 COLUMN_BLOCK_BYTES = 1 << 29
 
 
-def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES, n_threads: int | None = None):
+def column_blocks(column, K: int, block_bytes: int | None = None, n_threads: int | None = None):
     """Blocks of categories from ``column(k) -> (y, scores, …)`` (labels and one or more score
-    vectors of category k), as many per block as fit in ``block_bytes`` of stacked scores:
+    vectors of category k), as many per block as fit in ``block_bytes`` of stacked scores
+    (default ``COLUMN_BLOCK_BYTES_PER_THREAD`` × threads, at most ``COLUMN_BLOCK_BYTES``):
     yields (first k, indptr, indices, [(G, n) scores per score vector]), float32 kept, other
-    types as float64. Bad input raises ``MlnbError`` as ``significance`` does.
+    types as float64. Bad input raises ``MlnbError`` as ``significance`` does. The vectors that
+    ``column`` gave (e.g. memory maps of a spill) are let go before the block is yielded, so their
+    pages need not stay resident while the kernels run.
 
     The G categories of a block are read on ``n_threads`` threads (default: numba's count): a
     streamed study reads them from memory-mapped files, and one thread reading and copying 12 ×
@@ -450,6 +457,8 @@ def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES, n_threa
         return np.flatnonzero(y), vectors
 
     threads = worker_threads(n_threads)
+    if block_bytes is None:
+        block_bytes = min(COLUMN_BLOCK_BYTES, COLUMN_BLOCK_BYTES_PER_THREAD * threads)
     with ThreadPoolExecutor(max_workers=threads) as pool:
         first = 0
         while first < K:
@@ -475,6 +484,7 @@ def column_blocks(column, K: int, block_bytes: int = COLUMN_BLOCK_BYTES, n_threa
             # checked before the parallel loop: float32/float64 without NaN (``_inputs``)
             stacked = [score_array(s, f"categories {first}..{first + G - 1}: scores") for s in stacked]
             stacked = [s.astype(np.result_type(*map(_score_dtype, r)), copy=False) for s, r in zip(stacked, rows)]
+            del head, parts, rows, copies  # the memory maps: their pages may go while the kernels run
             yield first, indptr, np.concatenate(indices).astype(np.int64), stacked
             first += G
 

@@ -57,16 +57,17 @@ def phi(y: np.ndarray) -> np.ndarray:
     return np.where(y < PHI_SERIES_BELOW, series, quotient).astype(y.dtype, copy=False)
 
 
-def regularised_step(w: np.ndarray, g, alpha: np.ndarray, l1: float, l2: float) -> np.ndarray:
-    """The step of the module docstring for arrays w, g (or 0), α ≥ 0; float32 out (numpy)."""
-    w = np.asarray(w, dtype=np.float32)
-    alpha = np.asarray(alpha, dtype=np.float32)
-    g = np.zeros_like(w) if isinstance(g, (int, float)) and g == 0 else np.asarray(g, dtype=np.float32)
+def regularised_step(w: np.ndarray, g, alpha: np.ndarray, l1: float, l2: float, dtype=np.float32) -> np.ndarray:
+    """The step of the module docstring for arrays w, g (or 0), α ≥ 0 (numpy); computed and returned in
+    ``dtype`` (float32: the minibatch engine's W; float64: the SVRG solver's, ``svrg.py``)."""
+    w = np.asarray(w, dtype=dtype)
+    alpha = np.asarray(alpha, dtype=dtype)
+    g = np.zeros_like(w) if isinstance(g, (int, float)) and g == 0 else np.asarray(g, dtype=dtype)
     if l1 == 0 and l2 == 0:
-        return (w - alpha * g).astype(np.float32)
+        return (w - alpha * g).astype(dtype, copy=False)
     if l1 == 0:
-        y = np.float32(l2) * alpha
-        return (np.exp(-y) * w - alpha * phi(y) * g).astype(np.float32)
+        y = dtype(l2) * alpha
+        return (np.exp(-y) * w - alpha * phi(y) * g).astype(dtype, copy=False)
     w, g, alpha = (np.asarray(v, dtype=np.float64) for v in np.broadcast_arrays(w, g, alpha))
     side = np.sign(w)
     still = side == 0
@@ -87,7 +88,7 @@ def regularised_step(w: np.ndarray, g, alpha: np.ndarray, l1: float, l2: float) 
         other = -np.sign(gc)
         out[crossed] = np.where(beyond, other * along(0.0, other * gc + l1, rest), 0.0)
     out[(side == 0)] = 0.0
-    return out.astype(np.float32)
+    return out.astype(dtype, copy=False)
 
 
 if HAVE_NUMBA:

@@ -60,22 +60,31 @@ the same optimum — scikit-learn's ``LogisticRegression`` per category (multino
 at C = 1/(n·(l1 + l2)) and l1_ratio = l1/(l1 + l2) (with l1 = 0: C = 1/(n·l2)). The minibatch
 options (updater, lrate, batch_size, npasses, texp, vexp, epsilon, shuffle, kernel) do not apply to
 it; ``max_iter``, ``tol`` and ``lbfgs_memory`` do.
+
+With ``solver = "svrg"`` the same optimum is reached by minibatch steps of ``batch_size`` documents
+whose gradient noise is removed by a full gradient at a snapshot every ``svrg_inner_passes`` passes
+(SVRG, ``svrg.py``; the exact lazy regularisation above carries over, with the snapshot's gradient
+as the drift of the rows a minibatch does not touch). It converges linearly; ``max_iter`` (outer
+iterations), ``tol``, ``svrg_step`` and ``svrg_inner_passes`` apply, and it runs in memory and
+streamed (on Dask, on one worker).
 """
 
 from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
-from mlnb.models import lbfgs
+from mlnb.models import lbfgs, svrg
 from mlnb.models._linear import (
     LinearMultilabelModel,
     as_csr_float32,
@@ -97,8 +106,11 @@ __all__ = ["DIVERGENCE_FACTOR", "LogisticRegression", "average_states"]
 
 #: each task's link: K independent sigmoids, or one softmax over K classes
 LINKS = {"multilabel": "sigmoid", "multiclass": "softmax"}
-#: minibatch: AdaGrad/SGD passes (the engine above); lbfgs: L-BFGS on the full gradient (``lbfgs.py``)
-SOLVERS = ("minibatch", "lbfgs")
+#: minibatch: AdaGrad/SGD passes (the engine above); lbfgs: L-BFGS on the full gradient (``lbfgs.py``);
+#: svrg: variance-reduced minibatch steps to the optimum (``svrg.py``)
+SOLVERS = ("minibatch", "lbfgs", "svrg")
+#: the solvers that minimise F to a tolerance, from full passes (they share max_iter and tol)
+TO_OPTIMUM = ("lbfgs", "svrg")
 
 
 @dataclass
@@ -129,11 +141,17 @@ class LogisticOptions(EngineOptions):
                             "start training; empty = W = 0, b = each category's training log-odds")
     solver: str = option("minibatch", "'minibatch': AdaGrad/SGD passes (the options above); 'lbfgs': L-BFGS on the "
                          "full gradient (OWL-QN when l1 > 0), one pass per evaluation, to the exact optimum of "
-                         "(1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁", choices=SOLVERS)
-    max_iter: int = option(500, "solver = 'lbfgs': most L-BFGS iterations (each one or a few passes)", min=1)
-    tol: float = option(1e-6, "solver = 'lbfgs': stop when every |∂f/∂θ| ≤ tol (scikit-learn's gtol; with l1, "
-                        "of the pseudo-gradient)", min=0,
+                         "(1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁; 'svrg': variance-reduced minibatch steps "
+                         "(batch_size documents) to the same optimum", choices=SOLVERS)
+    max_iter: int = option(500, "solver = 'lbfgs': most L-BFGS iterations (each one or a few passes); 'svrg': most "
+                           "outer iterations (each 1 + svrg_inner_passes passes)", min=1)
+    tol: float = option(1e-6, "solver = 'lbfgs' or 'svrg': stop when every |∂F/∂θ| ≤ tol (scikit-learn's gtol; "
+                        "with l1, of the minimum-norm subgradient)", min=0,
                         exclusive_min=True)
+    svrg_step: float = option(0.02, "solver = 'svrg': η, the step as a share of each coordinate's inverse curvature "
+                              "bound (halved whenever an outer iteration raises the objective)", min=0,
+                              exclusive_min=True)
+    svrg_inner_passes: int = option(8, "solver = 'svrg': minibatch passes per full-gradient snapshot", min=1)
     lbfgs_memory: int = option(10, "solver = 'lbfgs': (step, gradient change) pairs kept, 2·m·V·K float64; more "
                                "pairs, fewer iterations (passes)", min=1)
 
@@ -209,16 +227,22 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         Decay exponents: step scale t^(−texp); AdaGrad divides by (mean G²)^vexp.
     epsilon : float
         Added to the AdaGrad denominator.
-    solver : {"minibatch", "lbfgs"}
+    solver : {"minibatch", "lbfgs", "svrg"}
         "minibatch": the AdaGrad/SGD engine (every option above). "lbfgs": L-BFGS on the full
         gradient (OWL-QN when l1 > 0) to the exact optimum of (1/n) Σ_i loss_i + (l2/2)·‖W‖² +
-        l1·‖W‖₁ (``lbfgs.py``; only l1, l2, max_iter, tol and lbfgs_memory apply).
+        l1·‖W‖₁ (``lbfgs.py``; only l1, l2, max_iter, tol and lbfgs_memory apply). "svrg":
+        variance-reduced minibatch steps of batch_size documents to the same optimum (``svrg.py``;
+        l1, l2, batch_size, shuffle, max_iter, tol, svrg_step and svrg_inner_passes apply).
     max_iter : int
-        solver = "lbfgs": most iterations.
+        solver = "lbfgs": most iterations; "svrg": most outer iterations.
     tol : float
-        solver = "lbfgs": stop when max |∇f| ≤ tol (with l1: of OWL-QN's pseudo-gradient).
+        solver = "lbfgs" or "svrg": stop when max |∇F| ≤ tol (with l1: of the minimum-norm subgradient).
     lbfgs_memory : int
         solver = "lbfgs": pairs L-BFGS keeps (2·lbfgs_memory·V·K float64 in all).
+    svrg_step : float
+        solver = "svrg": η, the step as a share of each coordinate's inverse curvature bound.
+    svrg_inner_passes : int
+        solver = "svrg": minibatch passes per full-gradient snapshot.
     shuffle : bool
         Visit the documents in a new seeded random order every pass.
     random_state : int
@@ -233,8 +257,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     ----------
     weights_ : (V, K) float32,  bias_ : (K,) float32
     untrainable_categories_ : categories without a positive (or a negative) training document
-    n_iter_ : int, converged_ : bool (solver = "lbfgs"): L-BFGS iterations, and whether it converged
-    history_ : list of dict, one per pass (solver = "lbfgs": one per iteration, with the objective f,
+    n_iter_ : int, converged_ : bool (solver = "lbfgs" or "svrg"): iterations, and whether it converged
+    history_ : list of dict, one per pass (solver = "lbfgs" or "svrg": one per iteration, with the objective F,
         the mean training loss at the iterate, max |∇f|, passes and seconds so far; with l1 also the
         weights ≠ 0): training loss (before each update; multilabel:
         mean log loss per document and category; multiclass: mean cross-entropy per
@@ -248,7 +272,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
                  npasses=_DEFAULTS.npasses, l1=_DEFAULTS.l1, l2=_DEFAULTS.l2, texp=_DEFAULTS.texp,
                  vexp=_DEFAULTS.vexp, epsilon=_DEFAULTS.epsilon, shuffle=_DEFAULTS.shuffle, random_state=0,
                  kernel=_DEFAULTS.kernel, task="multilabel", solver=_DEFAULTS.solver, max_iter=_DEFAULTS.max_iter,
-                 tol=_DEFAULTS.tol, lbfgs_memory=_DEFAULTS.lbfgs_memory):
+                 tol=_DEFAULTS.tol, lbfgs_memory=_DEFAULTS.lbfgs_memory, svrg_step=_DEFAULTS.svrg_step,
+                 svrg_inner_passes=_DEFAULTS.svrg_inner_passes):
         self.updater = updater
         self.lrate = lrate
         self.batch_size = batch_size
@@ -266,6 +291,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.lbfgs_memory = lbfgs_memory
+        self.svrg_step = svrg_step
+        self.svrg_inner_passes = svrg_inner_passes
 
     @property
     def scores_are_joint_log_likelihoods(self) -> bool:
@@ -304,14 +331,17 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     def _check_solver(self) -> None:
         if self.solver not in SOLVERS:
             raise MlnbError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.solver != "lbfgs":
+        if self.solver not in TO_OPTIMUM:
             return
-        for name in ("max_iter", "lbfgs_memory"):
+        for name in ("max_iter", "lbfgs_memory", "svrg_inner_passes", "batch_size"):
             value = getattr(self, name)
             if not (isinstance(value, (int, np.integer)) and value >= 1):
                 raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
         if not (isinstance(self.tol, (int, float, np.number)) and np.isfinite(self.tol) and self.tol > 0):
             raise MlnbError(f"tol must be a finite number > 0, got {self.tol!r}")
+        if not (isinstance(self.svrg_step, (int, float, np.number)) and np.isfinite(self.svrg_step)
+                and self.svrg_step > 0):
+            raise MlnbError(f"svrg_step must be a finite number > 0, got {self.svrg_step!r}")
         for name in ("l1", "l2"):
             if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise MlnbError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
@@ -433,17 +463,20 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         """
         link = self._link()
         X = as_csr_float32(X)
-        if self.solver == "lbfgs":
+        if self.solver in TO_OPTIMUM:
             if scale is not None:
-                raise MlnbError("scale (NB-LR's W = R ∘ W′) is the minibatch engine's; solver = 'lbfgs' fits W")
+                raise MlnbError(f"scale (NB-LR's W = R ∘ W′) is the minibatch engine's; solver = {self.solver!r} "
+                                "fits W")
             Y = self._labels(Y, X.shape[0], link)
 
             def sum_over_blocks(function, *args):
                 return lbfgs.sum_in_blocks(X, Y, function, *args)
 
+            self._check_solver()
+            source = InMemorySource(X, Y, min(int(self.batch_size), X.shape[0]))
             return self.fit_full_batch(sum_over_blocks, X.shape[1], Y.shape[1],
                                        (np.bincount(Y.indices, minlength=Y.shape[1]).astype(np.float64), X.shape[0]),
-                                       coef_init, intercept_init, eval_set)
+                                       coef_init, intercept_init, eval_set, minibatches=source.minibatches)
         Y = self._labels(Y, X.shape[0], link)
         n, V = X.shape
         K = Y.shape[1]
@@ -521,14 +554,17 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         Memory: one buffer of chunks, the minibatch, and W, S (V × K each).
 
         With ``solver = "lbfgs"``: ``fit_full_batch`` over the chunks (one pass per evaluation of
-        f; category_counts required; buffer_chunks, npasses and resume do not apply).
+        f; category_counts required; buffer_chunks, npasses and resume do not apply). With
+        ``solver = "svrg"`` the same, its minibatches shuffled within buffers of buffer_chunks chunks.
         """
         link = self._link()
-        if self.solver == "lbfgs":
+        if self.solver in TO_OPTIMUM:
             if scale is not None or resume:
-                raise MlnbError("scale and resume are the minibatch engine's; solver = 'lbfgs' fits W afresh")
+                raise MlnbError(f"scale and resume are the minibatch engine's; solver = {self.solver!r} fits W "
+                                "afresh")
             if category_counts is None:
-                raise MlnbError("solver = 'lbfgs' needs category_counts = (N, n) to fit a stream")
+                raise MlnbError(f"solver = {self.solver!r} needs category_counts = (N, n) to fit a stream")
+            self._check_solver()
 
             def sum_over_stream(function, *args):
                 total = None
@@ -539,9 +575,11 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
                     raise MlnbError("the stream (make_chunks) gave no chunk")
                 return total
 
+            source = ChunkStreamSource(make_chunks, n_features, n_categories, int(self.batch_size), buffer_chunks,
+                                       one_hot=link == "softmax")
             return self.fit_full_batch(sum_over_stream, n_features, n_categories,
                                        self._category_counts(category_counts, n_categories), coef_init,
-                                       intercept_init, eval_set)
+                                       intercept_init, eval_set, minibatches=source.minibatches)
         for name, value in (("n_features", n_features), ("n_categories", n_categories)):
             if not (isinstance(value, (int, np.integer)) and value >= 1):
                 raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
@@ -563,9 +601,9 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         return self
 
     def fit_full_batch(self, sum_over_chunks, n_features: int, n_categories: int, category_counts,
-                       coef_init=None, intercept_init=None, eval_set=None):
-        """Fit W and b by L-BFGS, or OWL-QN when l1 > 0 (``solver = "lbfgs"``), from sums over the training
-        documents.
+                       coef_init=None, intercept_init=None, eval_set=None, minibatches=None):
+        """Fit W and b to the optimum of F: by L-BFGS, or OWL-QN when l1 > 0 (``solver = "lbfgs"``), from sums
+        over the training documents; or by SVRG (``solver = "svrg"``) from those sums and ``minibatches``.
 
         sum_over_chunks(function, *args) : Σ over every block of training documents (X CSR m ×
             n_features, Y CSR 0/1 m × n_categories, multiclass one-hot) of ``function(X, Y, *args)``,
@@ -575,11 +613,15 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             fitted (no positive or no negative document; multiclass: no document) are left out and
             get W_k = 0, b_k = their prior log-odds; the others start at coef_init (or 0) and
             intercept_init (or their priors).
+        minibatches(rng) : solver = "svrg": one pass of (X_B, Y_B) minibatches of batch_size documents,
+            shuffled by the generator (``InMemorySource.minibatches``, ``ChunkStreamSource.minibatches``).
         """
         link = self._link()
         self._check_solver()
-        if self.solver != "lbfgs":
-            raise MlnbError(f"fit_full_batch fits solver = 'lbfgs'; this model has solver = {self.solver!r}")
+        if self.solver not in TO_OPTIMUM:
+            raise MlnbError(f"fit_full_batch fits solver = 'lbfgs' or 'svrg'; this model has solver = {self.solver!r}")
+        if self.solver == "svrg" and minibatches is None:
+            raise MlnbError("solver = 'svrg' needs minibatches (a function of a generator giving one pass of them)")
         V, K = n_features, n_categories
         N, n = self._category_counts(category_counts, K)
         W = np.zeros((V, K)) if coef_init is None else np.array(coef_init, dtype=np.float64)  # (V, K)
@@ -592,7 +634,25 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         columns = np.flatnonzero(~untrainable)  # (K′,) the categories optimised
         self.__dict__.pop("weights_prime_", None)
         self._training = None  # nothing for partial_fit or get_state to continue
-        if columns.size:
+        if columns.size and self.solver == "svrg":
+            def sum_curved(W_, b_):  # one pass: the CurvedPartial of every training document at (W_, b_)
+                return sum_over_chunks(svrg.loss_gradient_curvature, W_, b_, link, columns)
+
+            def minibatches_of_columns(rng):
+                shuffle = rng if self.shuffle else None
+                return ((X_B, None) for X_B, _ in minibatches(shuffle))  # the loss's Y cancels in G (svrg.py)
+
+            solution = svrg.fit_svrg(sum_curved, minibatches_of_columns, W[:, columns], b[columns], float(self.l1),
+                                     float(self.l2), link, batch_size=int(self.batch_size), step=float(self.svrg_step),
+                                     inner_passes=int(self.svrg_inner_passes), max_iter=int(self.max_iter),
+                                     tol=float(self.tol), rng=np.random.default_rng(self.random_state),
+                                     columns=columns)
+            W[:, columns], b[columns] = solution.W, solution.b
+            self.n_iter_, self.converged_, history = solution.n_iter, solution.converged, solution.history
+            if not solution.converged:
+                warnings.warn(ConvergenceWarning(f"LR SVRG did not reach max |∇F| <= tol = {self.tol:g}: "
+                                                 f"{solution.message}"))
+        elif columns.size:
             def sum_partial(W_, b_):  # one pass: the Partial of every training document at (W_, b_)
                 return sum_over_chunks(lbfgs.loss_and_gradient, W_, b_, link, columns)
 
@@ -608,7 +668,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         with np.errstate(over="ignore"):
             self.weights_, self.bias_ = W.astype(np.float32), b.astype(np.float32)  # (V, K), (K,)
         if not (np.isfinite(self.weights_).all() and np.isfinite(self.bias_).all()):
-            raise MlnbError("the L-BFGS weights overflowed float32: raise l2")
+            raise MlnbError(f"the {self.solver} weights overflowed float32: raise l2")
         self.n_features_in_ = V
         self.untrainable_categories_ = np.flatnonzero(untrainable)
         self.history_ = history
@@ -825,7 +885,7 @@ def _fit_streamed(estimator: LogisticRegression, options: LogisticOptions, fitte
     full gradients summed by the trainer, one pass each (solver = "lbfgs"); from the weights of
     ``init_from`` when it is set (with ``_fit_arguments``'s checks)."""
     start = _fit_arguments(options, fitted, None) if options.init_from else {}  # coef_init, intercept_init
-    if options.solver == "lbfgs":
+    if options.solver == "lbfgs":  # svrg needs minibatches too: the trainer's minibatch path runs fit_stream
         return estimator.fit_full_batch(trainer.sum_over_chunks, trainer.n_features, trainer.n_categories,
                                         trainer.label_counts(), **start)
     return trainer.minibatch(estimator, **start)
@@ -833,7 +893,8 @@ def _fit_streamed(estimator: LogisticRegression, options: LogisticOptions, fitte
 
 def _params(options: LogisticOptions) -> dict:
     return {**engine_params(options), "solver": options.solver, "max_iter": options.max_iter, "tol": options.tol,
-            "lbfgs_memory": options.lbfgs_memory}
+            "lbfgs_memory": options.lbfgs_memory, "svrg_step": options.svrg_step,
+            "svrg_inner_passes": options.svrg_inner_passes}
 
 
 
