@@ -1,7 +1,7 @@
 """Does minibatch LR minimise its documented objective? Distance to the exact optimum, per pass.
 
     python experiments/lr_objective.py                       # synthetic RCV1-shaped data, both tasks
-    python experiments/lr_objective.py --data rcv1subset1    # ../shared/data/rcv1subset1 (multilabel)
+    python experiments/lr_objective.py --data rcv1subset1    # ../shared/data's rcv1subset1 (the training half)
 
 The documented objective (``mlnb/models/logistic.py``), over the training documents:
 
@@ -35,7 +35,12 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from pathlib import Path
+
+from mlnb.data.svmlight import load_svmlight_dataset
 from mlnb.data.synthetic import make_rcv1_like
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "rcv1subset"
 from mlnb.models import lbfgs
 from mlnb.models.logistic import LogisticRegression
 
@@ -102,6 +107,8 @@ def svrg_study(X, Y, link: str, batch: int, l1: float, l2: float, iterations: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="synthetic", choices=["synthetic", "rcv1subset1", "rcv1subset2"],
+                        help="synthetic RCV1-shaped data, or an RCV1-v2 subset of ../shared/data (its training half)")
     parser.add_argument("--documents", type=int, default=20_000)
     parser.add_argument("--features", type=int, default=5_000)
     parser.add_argument("--categories", type=int, default=20)
@@ -115,8 +122,14 @@ def main() -> None:
     parser.add_argument("--solvers", nargs="*", default=["minibatch"], choices=["minibatch", "svrg"])
     parser.add_argument("--iterations", type=int, default=30, help="svrg: outer iterations")
     args = parser.parse_args()
-    data = make_rcv1_like(n_documents=args.documents, n_features=args.features, n_categories=args.categories,
-                          test_fraction=0.2, seed=args.seed)
+    if args.data == "synthetic":
+        data = make_rcv1_like(n_documents=args.documents, n_features=args.features, n_categories=args.categories,
+                              test_fraction=0.2, seed=args.seed)
+    else:
+        path = SHARED / f"{args.data}.svm.gz"
+        if not path.exists():
+            raise SystemExit(f"{path} is not there: --data {args.data} needs ../shared/data beside the repository")
+        data = load_svmlight_dataset(path, n_features=47_236, seed=args.seed)
     X, Y = data.X_train, data.Y_train
     print(f"{X.shape[0]:,} documents, {X.shape[1]:,} words, {Y.shape[1]} categories; l2 {args.l2:g} l1 {args.l1:g}")
     for task in args.tasks:
