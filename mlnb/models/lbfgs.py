@@ -86,9 +86,10 @@ class Partial:
                        self.n + other.n)
 
 
-def loss_and_gradient(X, Y, W: np.ndarray, b: np.ndarray, link: str, columns=None) -> Partial:
-    """The ``Partial`` of the documents (X (m × V) CSR, Y (m × K) 0/1 CSR; multiclass one-hot) at W (V × K′)
-    and b (K′,) float64, for the categories ``columns`` of Y (K′ of them; None: all)."""
+def loss_and_probabilities(X, Y, W: np.ndarray, b: np.ndarray, link: str, columns=None):
+    """(X CSR, Y's columns CSR, the loss sums as in ``Partial``, P (m × K′) float64 = σ(Z) or the softmax of each
+    row, Z = X·W + b) for the documents X (m × V), Y (m × K) 0/1 (multiclass one-hot) at W (V × K′), b (K′,)
+    float64, for the categories ``columns`` of Y (K′ of them; None: all)."""
     X = sp.csr_matrix(X)
     Y = sp.csr_matrix(Y)
     if columns is not None:
@@ -101,12 +102,26 @@ def loss_and_gradient(X, Y, W: np.ndarray, b: np.ndarray, link: str, columns=Non
     if link == "softmax":
         lse = logsumexp(Z, axis=1)  # (m,)
         loss = np.array([lse.sum() - zy.sum()])  # (1,)
-        R = np.exp(Z - lse[:, None])  # (m, K′)  P
+        P = np.exp(Z - lse[:, None])  # (m, K′)
     else:
         loss = np.logaddexp(0.0, Z).sum(axis=0) - zy  # (K′,)
-        R = expit(Z)  # (m, K′)  P
-    R[rows, Y.indices] -= y  # P − Y
-    return Partial(loss, np.asarray(X.T @ R), R.sum(axis=0), m)
+        P = expit(Z)  # (m, K′)
+    return X, Y, loss, P
+
+
+def minus_labels(P: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
+    """P − Y in place (Y CSR 0/1 of P's shape), returned."""
+    rows = np.repeat(np.arange(P.shape[0]), np.diff(Y.indptr))
+    P[rows, Y.indices] -= Y.data.astype(np.float64)
+    return P
+
+
+def loss_and_gradient(X, Y, W: np.ndarray, b: np.ndarray, link: str, columns=None) -> Partial:
+    """The ``Partial`` of the documents (X (m × V) CSR, Y (m × K) 0/1 CSR; multiclass one-hot) at W (V × K′)
+    and b (K′,) float64, for the categories ``columns`` of Y (K′ of them; None: all)."""
+    X, Y, loss, P = loss_and_probabilities(X, Y, W, b, link, columns)
+    R = minus_labels(P, Y)  # (m, K′)  P − Y
+    return Partial(loss, np.asarray(X.T @ R), R.sum(axis=0), X.shape[0])
 
 
 def sum_in_blocks(X, Y, function: Callable, *args, block_rows: int = BLOCK_ROWS):
@@ -120,9 +135,10 @@ def sum_in_blocks(X, Y, function: Callable, *args, block_rows: int = BLOCK_ROWS)
 
 @dataclass
 class Solution:
-    """What ``fit_quasi_newton`` found: W (V × K′) and b (K′,) float64, the iterations, whether it
-    converged (max |∇f| ≤ tol, or f stopped decreasing), the passes over the documents (function evaluations),
-    one record per iteration, and the solver's reason for stopping."""
+    """What ``fit_quasi_newton`` (or ``svrg.fit_svrg``, whose iterations are outer ones) found: W (V × K′) and
+    b (K′,) float64, the iterations, whether it converged (max |∇f| ≤ tol, or f stopped decreasing), the passes
+    over the documents (function evaluations; SVRG's minibatch passes too), one record per iteration, and the
+    solver's reason for stopping."""
 
     W: np.ndarray
     b: np.ndarray

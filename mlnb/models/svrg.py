@@ -71,9 +71,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, logsumexp, softmax
+from scipy.special import expit, softmax
 
 from mlnb import progress
+from mlnb.models import lbfgs
 from mlnb.models._regularisation import regularised_step
 
 #: b's curvature is taken as at least this share of the all-prior model's, ŝ_k (module docstring). Measured with
@@ -127,43 +128,15 @@ def probabilities(Z: np.ndarray, link: str) -> np.ndarray:
 def loss_gradient_curvature(X, Y, W: np.ndarray, b: np.ndarray, link: str, columns=None) -> CurvedPartial:
     """The ``CurvedPartial`` of the documents (X (m × V) CSR, Y (m × K) 0/1 CSR; multiclass one-hot) at
     W (V × K′), b (K′,) float64, for the categories ``columns`` of Y (None: all)."""
-    X = sp.csr_matrix(X)
-    Y = sp.csr_matrix(Y)
-    if columns is not None:
-        Y = Y[:, columns]
-    Z = X @ W + b  # (m, K′)
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(Y.indptr))  # the (row, column) of every y_ik = 1
-    y = Y.data.astype(np.float64)
-    zy = np.bincount(Y.indices, weights=y * Z[rows, Y.indices], minlength=Z.shape[1])  # (K′,)
-    if link == "softmax":
-        loss = np.array([logsumexp(Z, axis=1).sum() - zy.sum()])
-    else:
-        loss = np.logaddexp(0.0, Z).sum(axis=0) - zy
-    P = probabilities(Z, link)  # (m, K′)
+    X, Y, loss, P = lbfgs.loss_and_probabilities(X, Y, W, b, link, columns)  # P: (m, K′)
     spread = P * (1.0 - P)  # the Hessian's diagonal per document and category
-    R = P
-    R[rows, Y.indices] -= y  # P − Y
+    R = lbfgs.minus_labels(P, Y)  # P − Y (in place of P)
     squares = X.multiply(X).tocsr().astype(np.float64)
     fourth = squares.multiply(squares).tocsr()
     return CurvedPartial(loss, np.asarray(X.T @ R), R.sum(axis=0), np.asarray(squares.T @ spread),
                          np.asarray(fourth.T @ (spread * spread)), spread.sum(axis=0), (spread * spread).sum(axis=0),
-                         np.bincount(Y.indices, weights=y, minlength=Z.shape[1]),
+                         np.bincount(Y.indices, weights=Y.data.astype(np.float64), minlength=P.shape[1]),
                          X.shape[0])
-
-
-@dataclass
-class Solution:
-    """What ``fit_svrg`` found: W (V × K′), b (K′,) float64, the outer iterations, whether max |∇F| ≤
-    tol was reached, the passes over the documents (full and minibatch), one record per outer
-    iteration, and why it stopped."""
-
-    W: np.ndarray
-    b: np.ndarray
-    n_iter: int
-    converged: bool
-    passes: int
-    history: list
-    message: str
 
 
 def minimum_norm_gradient(W: np.ndarray, gradient: np.ndarray, l1: float) -> np.ndarray:
@@ -178,7 +151,7 @@ def minimum_norm_gradient(W: np.ndarray, gradient: np.ndarray, l1: float) -> np.
 def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
              minibatches: Callable[[np.random.Generator], Iterable], W0: np.ndarray, b0: np.ndarray, l1: float,
              l2: float, link: str, *, batch_size: int, step: float, inner_passes: int, max_iter: int, tol: float,
-             rng: np.random.Generator, columns=None, label: str = "LR SVRG") -> Solution:
+             rng: np.random.Generator, columns=None, label: str = "LR SVRG") -> lbfgs.Solution:
     """Minimise F (module docstring) from W0 (V × K′), b0 (K′,).
 
     ``sum_partial(W, b)`` is one full pass giving the documents' ``CurvedPartial`` at (W, b);
@@ -236,7 +209,7 @@ def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
         if rejections > MAX_REJECTIONS:
             history[-1]["iteration"] = iteration  # the last snapshot stands
             break
-    return Solution(W, b, iteration, converged, passes, history, message)
+    return lbfgs.Solution(W, b, iteration, converged, passes, history, message)
 
 
 def _curvature_bound(h: np.ndarray, v: np.ndarray, m: int) -> np.ndarray:
