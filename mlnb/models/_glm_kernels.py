@@ -68,7 +68,9 @@ of holding half of it:
 
 Rows of W (and S, R) are read in the random order of the words: the kernels
 prefetch them a few non-zeros (or words) ahead, so that several are on their way
-from memory at once; this halves the time of the forward product. The links use
+from memory at once; this halves the time of the forward product. Region 0 first
+lists a block's rows that are behind, then catches them up with their rows prefetched
+a few ahead (0.28 → 0.15 s of a pass over 80k documents at 1 thread). The links use
 ``_float32_math``'s exp and log1p, plain arithmetic that runs 16 categories at a
 time, instead of one C library call per value (the sigmoid went from ~0.2 to
 ~0.07 s of a pass over 200k documents).
@@ -536,21 +538,38 @@ if HAVE_NUMBA:
         lrate_max = np.float32(0.0)
         for k in range(lrate.size):
             lrate_max = max(lrate_max, lrate[k])
+        widest = 0  # the most words of one block: the most rows one block can list
+        for block in range(n_blocks):
+            end = first_words[block + 1] if block + 1 < n_blocks else W.shape[0]
+            widest = max(widest, end - first_words[block])
         counters[2] = 0
         for worker in prange(n_threads):
             u = scratch[worker]
+            rows = np.empty(widest, dtype=np.int64)
+            behinds = np.empty(widest, dtype=np.float64)
             while True:
                 block = _claim(counters, 2)
                 if block >= n_blocks:
                     break
+                # list the block's rows that are behind (each once: marked up to date as listed), then catch
+                # them up with their rows of W (and S) prefetched a few rows ahead, as the other regions do
+                n = 0
                 for i in range(m):
                     for p in range(cuts[block, i], cuts[block + 1, i]):
                         j = indices[p]
                         behind = T_before - T_last[j]
                         if behind > 0:
-                            _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32,
-                                          l2_32, np.float32(behind), u)
                             T_last[j] = T_before
+                            rows[n] = j
+                            behinds[n] = behind
+                            n += 1
+                for q in range(n):
+                    if q + PREFETCH_AHEAD < n:
+                        _prefetch_row(W, rows[q + PREFETCH_AHEAD])
+                        if adagrad:
+                            _prefetch_row(S, rows[q + PREFETCH_AHEAD])
+                    _catch_up_row(W, S, rows[q], lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
+                                  np.float32(behinds[q]), u)
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _flush_region(W, S, T_last, T, lrate, adagrad, vexp, eps, l1, l2, scratch):

@@ -65,6 +65,12 @@ def regularised_step(w: np.ndarray, g, alpha: np.ndarray, l1: float, l2: float, 
     g = np.zeros_like(w) if isinstance(g, (int, float)) and g == 0 else np.asarray(g, dtype=dtype)
     if l1 == 0 and l2 == 0:
         return (w - alpha * g).astype(dtype, copy=False)
+    if l1 == 0 and np.dtype(dtype) == np.float64:  # one expm1: e^(−y) = 1 + expm1(−y), φ(y) = −expm1(−y)/y
+        y = l2 * alpha
+        shrink = np.expm1(-y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(y > 0, -shrink / np.where(y > 0, y, 1.0) * alpha, alpha)  # α·φ(l2·α)
+        return (1.0 + shrink) * w - step * g
     if l1 == 0:
         y = dtype(l2) * alpha
         return (np.exp(-y) * w - alpha * phi(y) * g).astype(dtype, copy=False)

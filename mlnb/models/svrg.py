@@ -238,15 +238,25 @@ def _inner_loop(W_snapshot: np.ndarray, b_snapshot: np.ndarray, part: CurvedPart
                                       np.maximum(part.curvature2_b / n, floor_b * floor_b), batch_size))  # (K′,)
     W, b = W_snapshot.copy(), b_snapshot.copy()
     V = W.shape[0]
+    touched = np.zeros(V, dtype=bool)
+    position = np.zeros(V, dtype=np.int32)
     for _ in range(inner_passes):
         steps = 0  # steps taken in this pass; row j is up to date to step caught[j]
         caught = np.zeros(V, dtype=np.int64)
         for X_B, Y_B in minibatches(rng):
             m = X_B.shape[0]
-            J, where = np.unique(X_B.indices, return_inverse=True)  # the touched rows
-            X_J = sp.csr_matrix((X_B.data, where.astype(np.int32), X_B.indptr), shape=(m, J.size))
-            missed = (steps - caught[J]).astype(np.float64)[:, None]  # (|J|, 1) steps of drift μ_j alone
-            W_J = regularised_step(W[J], mu[J], c[J] * missed, l1, l2, dtype=np.float64)
+            touched[X_B.indices] = True
+            J = np.flatnonzero(touched)  # the touched rows, ascending
+            touched[J] = False
+            position[J] = np.arange(J.size, dtype=np.int32)
+            X_J = sp.csr_matrix((X_B.data, position[X_B.indices], X_B.indptr), shape=(m, J.size))
+            W_J = W[J]
+            missed = steps - caught[J]  # (|J|,) steps of drift μ_j alone
+            behind = np.flatnonzero(missed)
+            if behind.size:
+                rows = J[behind]
+                W_J[behind] = regularised_step(W_J[behind], mu[rows], c[rows] * missed[behind, None].astype(np.float64),
+                                               l1, l2, dtype=np.float64)
             difference = probabilities(X_J @ W_J + b, link) - probabilities(X_J @ W_snapshot[J] + b_snapshot, link)
             G = np.asarray(X_J.T @ difference) / m + mu[J]  # (|J|, K′)
             W[J] = regularised_step(W_J, G, c[J], l1, l2, dtype=np.float64)
