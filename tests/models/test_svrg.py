@@ -192,3 +192,17 @@ def test_a_rare_category_saturated_at_a_snapshot_does_not_throw_its_bias_out():
     assert [record["iteration"] for record in model.history_] == [0, 1, 2, 3, 4]
     assert objectives[-1] < 0.6 * objectives[1] and np.isfinite(model.bias_).all()
     assert model.history_[-1]["step"] >= model.svrg_step / 2  # at most one halving
+
+
+def test_the_config_takes_svrg_and_checks_its_values(tmp_path):
+    from mlnb.config import load_config
+
+    config = tmp_path / "study.toml"
+    config.write_text('[data]\nsource = "synthetic"\n[models.lr]\nkind = "logistic"\nsolver = "svrg"\n'
+                      "svrg_step = 0.05\nsvrg_inner_passes = 4\n")
+    options = load_config(config).models["lr"].options
+    assert (options.solver, options.svrg_step, options.svrg_inner_passes) == ("svrg", 0.05, 4)
+    for setting, key in (("models.lr.svrg_step=0", "svrg_step"), ("models.lr.svrg_inner_passes=0",
+                                                                  "svrg_inner_passes")):
+        with pytest.raises(MlnbError, match=key):
+            load_config(config, [setting])
