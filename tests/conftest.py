@@ -64,6 +64,10 @@ SLOW = {
     "a whole run (the multilabel case stays)",
     # fits repeated to compare two ways of computing the same thing (each way has fast tests of its own)
     "tests/models/test_lbfgs.py::test_a_streamed_fit_reaches_the_in_memory_optimum": "full-batch fits, streamed",
+    # SVRG to the optimum beside L-BFGS's, with l1 (the multilabel case stays), and on 16k documents
+    "tests/models/test_svrg.py::test_reaches_the_optimum_of_lbfgs[multilabel-0.0001]": "two fits to tol, with l1",
+    "tests/models/test_svrg.py::test_a_rare_category_saturated_at_a_snapshot_does_not_throw_its_bias_out": "16k "
+    "documents",
     "tests/models/test_linear_svm.py::test_parallel_equals_serial": "worker processes",
     "tests/models/test_sklearn_logistic.py::test_same_seed_same_model_and_parallel_equals_serial": "worker processes",
     "tests/backends/test_dask_backend.py::test_a_second_cluster_in_one_process_starts": "a second LocalCluster",
