@@ -187,9 +187,9 @@ class SourceTrainer:
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)
         if self.backend.name == "local":
             return fit_logistic_here(job, self.partitions, self.counts, coef_init, intercept_init)
-        # the one-machine engine on a worker: the same numbers as here; a solver to the optimum (svrg) has no
-        # state to mix, so it always runs there
-        if self.where == "one_worker" or getattr(engine, "solver", "minibatch") != "minibatch":
+        # the one-machine engine on a worker: the same numbers as here (and always for a model with no state to
+        # mix, e.g. solver = "svrg")
+        if self.where == "one_worker" or not getattr(engine, "mixes_parameters", True):
             [engine] = self.backend.map(fit_logistic_on_worker, [self.partitions], job, self.counts, coef_init,
                                         intercept_init, description="LR on one worker")
             return engine

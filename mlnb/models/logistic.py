@@ -295,6 +295,13 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         self.svrg_inner_passes = svrg_inner_passes
 
     @property
+    def mixes_parameters(self) -> bool:
+        """Whether trainers of this model on parts of the data can be averaged (``average_states``, Dask's
+        ``engine.minibatch = "mixing"``): the minibatch engine's state can; L-BFGS and SVRG fit to the optimum
+        from full passes, with nothing to mix."""
+        return self.solver == "minibatch"
+
+    @property
     def scores_are_joint_log_likelihoods(self) -> bool:
         """True in multiclass: ``decision_function`` gives per-class scores J whose softmax is the
         posterior (not per-category log-odds)."""

@@ -74,3 +74,27 @@ plots = false
     lines = [str(w.message) for w in caught if issubclass(w.category, MlnbWarning) and "mixes" in str(w.message)]
     assert len(lines) == 1 and "engine.mix_every = 1" in lines[0] and "shards" in lines[0]
     assert result.model("lr").model.history_[0]["mixing_rounds"] == 1  # one file per worker: one round
+
+
+def test_a_model_with_nothing_to_mix_runs_on_one_worker_when_mixing_is_asked():
+    """engine.minibatch = "mixing" averages minibatch trainers; SVRG (and L-BFGS) fit from full passes with no
+    state to average, so the trainer runs them whole on one worker, as with "one_worker"."""
+    from types import SimpleNamespace
+
+    from mlnb.backends.tasks import fit_logistic_on_worker
+    from mlnb.engine.fitting import SourceTrainer
+    from mlnb.models.logistic import LogisticRegression
+
+    calls = []
+
+    class Backend:
+        name, n_workers = "dask", 2
+
+        def map(self, function, items, *args, description=""):
+            calls.append(function)
+            return [SimpleNamespace(done=True)]
+
+    reading = SimpleNamespace(source=SimpleNamespace(n_features=10, n_categories=2))
+    trainer = SourceTrainer("lr", reading, [], None, Backend(), 1, 16, "mixing")
+    assert trainer.minibatch(LogisticRegression(solver="svrg")).done and calls == [fit_logistic_on_worker]
+    assert LogisticRegression().mixes_parameters and not LogisticRegression(solver="svrg").mixes_parameters
