@@ -134,8 +134,15 @@ def _signals_as_interrupts():
     try:
         yield
     finally:
-        for number, before in previous.items():
-            signal.signal(number, signal.SIG_DFL if before is None else before)
+        # blocked while they are given back: a signal between two of these calls would run ``handler``, which
+        # leaves both ignored (and a process that ignores SIGINT passes that on to every child it starts); held
+        # until the previous handlers are back, it goes to them
+        signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+        try:
+            for number, before in previous.items():
+                signal.signal(number, signal.SIG_DFL if before is None else before)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
 
 
 @contextmanager
