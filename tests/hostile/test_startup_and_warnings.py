@@ -33,10 +33,16 @@ def _catches(pid: int, signum: int) -> bool:
 def test_signal_during_the_imports(tmp_path, signum, code):
     """Once the entry point catches the signals, the interpreter imports numpy, scipy, scikit-learn (1-2 s in
     all): a signal then ends the command in one line."""
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # else every child starts ignoring it
-    process = subprocess.Popen([sys.executable, "-m", "mlnb_entry", "run", str(PROJECT / "configs" / "quickstart.toml"),
-                                "--out", str(tmp_path / "out"), "--quiet"], cwd=PROJECT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    # a child starts ignoring SIGINT if this process ignores it (pytest started in the background by a
+    # non-interactive shell, or under nohup), and then the interpreter catches none until the entry point does:
+    # start it as a terminal would, with SIGINT handled here (a handled signal is reset to its default at exec)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "mlnb_entry", "run",
+                                    str(PROJECT / "configs" / "quickstart.toml"), "--out", str(tmp_path / "out"),
+                                    "--quiet"], cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     # the entry point's first act is to catch SIGINT, then SIGTERM; the heavy imports come after it. Wait for
     # SIGTERM's (the interpreter catches SIGINT itself from its start; a fixed delay raced that start on a loaded
     # machine), then signal at once
