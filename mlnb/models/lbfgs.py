@@ -133,6 +133,15 @@ def sum_in_blocks(X, Y, function: Callable, *args, block_rows: int = BLOCK_ROWS)
     return total
 
 
+def minimum_norm_gradient(W: np.ndarray, gradient: np.ndarray, l1: float) -> np.ndarray:
+    """The smallest element of F's subdifferential for F = f + l1·‖W‖₁, given gradient = ∇f (OWL-QN's
+    pseudo-gradient): gradient + l1·sign(w) where w ≠ 0, and where w = 0 the gradient shrunk by l1 towards 0."""
+    if l1 == 0:
+        return gradient
+    shrunk = np.sign(gradient) * np.maximum(np.abs(gradient) - l1, 0.0)
+    return np.where(W != 0, gradient + l1 * np.sign(W), shrunk)
+
+
 @dataclass
 class Solution:
     """What ``fit_quasi_newton`` (or ``svrg.fit_svrg``, whose iterations are outer ones) found: W (V × K′) and
@@ -190,10 +199,7 @@ def fit_quasi_newton(sum_partial: Callable[[np.ndarray, np.ndarray], Partial], W
     def pseudo_gradient(theta: np.ndarray, gradient: np.ndarray) -> np.ndarray:
         if l1 == 0:
             return gradient
-        right, left = gradient + l1, gradient - l1  # towards w > 0 and w < 0
-        pseudo = np.where(theta > 0, right, np.where(theta < 0, left, np.where(right < 0, right,
-                                                                              np.where(left > 0, left, 0.0))))
-        return np.where(penalised, pseudo, gradient)
+        return np.where(penalised, minimum_norm_gradient(theta, gradient, l1), gradient)
 
     theta = np.vstack([np.asarray(W0, dtype=np.float64), np.asarray(b0, dtype=np.float64)[None, :]])  # (V + 1, K)
     F, gradient, loss = evaluate(theta)

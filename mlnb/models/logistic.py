@@ -645,15 +645,13 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             def sum_curved(W_, b_):  # one pass: the CurvedPartial of every training document at (W_, b_)
                 return sum_over_chunks(svrg.loss_gradient_curvature, W_, b_, link, columns)
 
-            def minibatches_of_columns(rng):
-                shuffle = rng if self.shuffle else None
-                return ((X_B, None) for X_B, _ in minibatches(shuffle))  # the loss's Y cancels in G (svrg.py)
+            def shuffled(rng):  # minibatches in a new order every pass, or in order without shuffle
+                return minibatches(rng if self.shuffle else None)
 
-            solution = svrg.fit_svrg(sum_curved, minibatches_of_columns, W[:, columns], b[columns], float(self.l1),
+            solution = svrg.fit_svrg(sum_curved, shuffled, W[:, columns], b[columns], float(self.l1),
                                      float(self.l2), link, batch_size=int(self.batch_size), step=float(self.svrg_step),
                                      inner_passes=int(self.svrg_inner_passes), max_iter=int(self.max_iter),
-                                     tol=float(self.tol), rng=np.random.default_rng(self.random_state),
-                                     columns=columns)
+                                     tol=float(self.tol), rng=np.random.default_rng(self.random_state))
             W[:, columns], b[columns] = solution.W, solution.b
             self.n_iter_, self.converged_, history = solution.n_iter, solution.converged, solution.history
             if not solution.converged:

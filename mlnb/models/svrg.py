@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import scipy.sparse as sp
@@ -91,33 +91,27 @@ REJECT_ABOVE = 1e-12
 
 
 @dataclass
-class CurvedPartial:
-    """The sums over some documents that F, ∇F and the preconditioner need (added with ``+``).
+class CurvedPartial(lbfgs.Partial):
+    """``lbfgs.Partial`` (loss, grad_W, grad_b, n) and the sums the preconditioner needs (added with ``+``):
 
-    loss         : Σ_i loss_ik per category (K,) (multilabel); Σ_i loss_i, (1,) (multiclass)
-    grad_W       : Xᵀ(P − Y), (V, K) float64;   grad_b : 1ᵀ(P − Y), (K,)
     curvature_W  : (X∘X)ᵀ·S, (V, K),  S = P∘(1 − P);   curvature_b  : 1ᵀ·S, (K,)
     curvature2_W : (X∘X∘X∘X)ᵀ·(S∘S), (V, K);         curvature2_b : 1ᵀ·(S∘S), (K,)
     labels       : Σ_i y_ik, (K,)
-    n            : documents
     """
 
-    loss: np.ndarray
-    grad_W: np.ndarray
-    grad_b: np.ndarray
     curvature_W: np.ndarray
     curvature2_W: np.ndarray
     curvature_b: np.ndarray
     curvature2_b: np.ndarray
     labels: np.ndarray
-    n: int
 
     def __add__(self, other: CurvedPartial) -> CurvedPartial:
-        return CurvedPartial(self.loss + other.loss, self.grad_W + other.grad_W, self.grad_b + other.grad_b,
-                             self.curvature_W + other.curvature_W, self.curvature2_W + other.curvature2_W,
-                             self.curvature_b + other.curvature_b, self.curvature2_b + other.curvature2_b,
-                             self.labels + other.labels,
-                             self.n + other.n)
+        return CurvedPartial(*(mine + theirs for mine, theirs in zip(_fields_of(self), _fields_of(other))))
+
+
+def _fields_of(part) -> tuple:
+    """The fields of a dataclass in order, not copied (``dataclasses.astuple`` deep-copies the arrays)."""
+    return tuple(getattr(part, field.name) for field in fields(part))
 
 
 def probabilities(Z: np.ndarray, link: str) -> np.ndarray:
@@ -133,30 +127,21 @@ def loss_gradient_curvature(X, Y, W: np.ndarray, b: np.ndarray, link: str, colum
     R = lbfgs.minus_labels(P, Y)  # P − Y (in place of P)
     squares = X.multiply(X).tocsr().astype(np.float64)
     fourth = squares.multiply(squares).tocsr()
-    return CurvedPartial(loss, np.asarray(X.T @ R), R.sum(axis=0), np.asarray(squares.T @ spread),
-                         np.asarray(fourth.T @ (spread * spread)), spread.sum(axis=0), (spread * spread).sum(axis=0),
-                         np.bincount(Y.indices, weights=Y.data.astype(np.float64), minlength=P.shape[1]),
-                         X.shape[0])
-
-
-def minimum_norm_gradient(W: np.ndarray, gradient: np.ndarray, l1: float) -> np.ndarray:
-    """∇F's smallest element of the subdifferential for F = f + l1·‖W‖₁, given gradient = ∇(f + (l2/2)‖W‖²):
-    gradient + l1·sign(w) where w ≠ 0, and the gradient shrunk by l1 towards 0 where w = 0."""
-    if l1 == 0:
-        return gradient
-    shrunk = np.sign(gradient) * np.maximum(np.abs(gradient) - l1, 0.0)
-    return np.where(W != 0, gradient + l1 * np.sign(W), shrunk)
+    return CurvedPartial(loss, np.asarray(X.T @ R), R.sum(axis=0), X.shape[0],
+                         curvature_W=np.asarray(squares.T @ spread), curvature2_W=np.asarray(fourth.T @ (spread * spread)),
+                         curvature_b=spread.sum(axis=0), curvature2_b=(spread * spread).sum(axis=0),
+                         labels=np.bincount(Y.indices, weights=Y.data.astype(np.float64), minlength=P.shape[1]))
 
 
 def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
              minibatches: Callable[[np.random.Generator], Iterable], W0: np.ndarray, b0: np.ndarray, l1: float,
              l2: float, link: str, *, batch_size: int, step: float, inner_passes: int, max_iter: int, tol: float,
-             rng: np.random.Generator, columns=None, label: str = "LR SVRG") -> lbfgs.Solution:
+             rng: np.random.Generator, label: str = "LR SVRG") -> lbfgs.Solution:
     """Minimise F (module docstring) from W0 (V × K′), b0 (K′,).
 
     ``sum_partial(W, b)`` is one full pass giving the documents' ``CurvedPartial`` at (W, b);
-    ``minibatches(rng)`` one pass of minibatches (X_B CSR m × V, Y_B CSR m × K), shuffled by ``rng``,
-    of which the columns ``columns`` (None: all) are the K′ categories fitted here."""
+    ``minibatches(rng)`` one pass of minibatches (X_B CSR m × V, anything), shuffled by ``rng``: the steps read
+    X_B only (the labels cancel in G; the full passes carry them)."""
     W = np.array(W0, dtype=np.float64)  # (V, K′)
     b = np.array(b0, dtype=np.float64)  # (K′,)
     V, K = W.shape
@@ -174,7 +159,7 @@ def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
     converged, message, iteration = False, f"stopped after max_iter = {max_iter} outer iterations", 0
     while True:
         n = part.n
-        gradient_W = minimum_norm_gradient(W, part.grad_W / n + l2 * W, l1)
+        gradient_W = lbfgs.minimum_norm_gradient(W, part.grad_W / n + l2 * W, l1)
         largest = float(max(np.abs(gradient_W).max(initial=0.0), np.abs(part.grad_b / n).max(initial=0.0)))
         record = {"iteration": iteration, "objective": F, "train_loss": float(part.loss.sum()) / (n * units),
                   "max_gradient": largest, "passes": passes, "seconds": time.perf_counter() - started, "step": eta}
@@ -191,7 +176,7 @@ def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
         snapshot = (W.copy(), b.copy(), F, part)
         while True:  # the inner loop from the snapshot; again, with η halved, while F went up
             W, b = _inner_loop(snapshot[0], snapshot[1], snapshot[3], l1, l2, link, batch_size, eta, inner_passes,
-                               minibatches, rng, columns)
+                               minibatches, rng)
             passes += inner_passes
             part = sum_partial(W, b)
             passes += 1
@@ -227,7 +212,7 @@ def _step(eta: float, curvature: np.ndarray) -> np.ndarray:
 
 
 def _inner_loop(W_snapshot: np.ndarray, b_snapshot: np.ndarray, part: CurvedPartial, l1: float, l2: float, link: str,
-                batch_size: int, eta: float, inner_passes: int, minibatches, rng, columns):
+                batch_size: int, eta: float, inner_passes: int, minibatches, rng):
     """``inner_passes`` passes of SVRG steps from the snapshot (module docstring); returns (W, b)."""
     n = part.n
     mu, mu_b = part.grad_W / n, part.grad_b / n  # (V, K′), (K′,)
