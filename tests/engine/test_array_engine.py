@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from sklearn.metrics import roc_auc_score
 
 from mlnb.config import load_config
+from mlnb.engine.array import logistic as array_lr
 from mlnb.engine.array import naive_bayes as array_nb
 from mlnb.engine.array import ranking as array_ranking
 from mlnb.engine.array.device import gpu_problem, namespace
@@ -179,6 +180,43 @@ def test_a_diverging_logistic_regression_is_refused_as_on_the_cpu(engine, small_
     with pytest.raises(MlnbError, match="lrate .* too large"):
         engine.fit(LogisticRegression(npasses=1, lrate=1e9), small_corpus.X_train, small_corpus.Y_train,
                    "multilabel", {})
+
+
+@pytest.mark.skipif(_GPU is not None, reason=f"no GPU: {_GPU}")
+@pytest.mark.parametrize("l2, vexp", [(1e-4, 0.5), (0.0, 0.5), (1e-3, 0.3)])
+def test_the_fused_gpu_step_is_the_array_code(small_corpus, l2, vexp):
+    """One CUDA kernel for AdaGrad's step and the exact L2 flow (the default on a GPU) against the
+    array code it replaces, on the same minibatches: the same S and W to a float32 ulp or two."""
+    ns = namespace("gpu")
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    n, V = X.shape
+    K = Y.shape[1]
+    estimator = LogisticRegression(npasses=1, l2=l2, vexp=vexp)
+    order = np.random.default_rng(0).permutation(n)
+    X_d, Y_d = ns.csr(X, np.float32), ns.asarray(Y.toarray(), dtype=np.float32)
+    trained = {}
+    for fused in (True, False):
+        training = array_lr.DenseTraining(ns, estimator, V, K, None, np.zeros(K, dtype=np.float32))
+        assert training.fused is not None
+        if not fused:
+            training.fused = None
+        array_lr.one_pass(training, X_d, Y_d, order, 100, "sigmoid")
+        trained[fused] = training
+    for name in ("S", "W"):
+        fused, plain = (ns.to_host(getattr(trained[f], name)) for f in (True, False))
+        np.testing.assert_allclose(fused, plain, rtol=3e-7, atol=1e-7 * np.abs(plain).max(), err_msg=name)
+
+
+def test_on_numpy_nothing_is_fused_or_marked(small_corpus):
+    """The GPU-only parts (the fused kernel; cupyx's canonical flags) stay off the numpy namespace, whose
+    scipy products need neither."""
+    ns = namespace("array-numpy")
+    training = array_lr.DenseTraining(ns, LogisticRegression(), 5, 2, None, np.zeros(2))
+    assert training.fused is None and array_lr.fused_adagrad_step(ns) is None
+    X = small_corpus.X_train
+    assert ns.transposed(X) is not None and ns.transposed(X).shape == X.shape[::-1]
+    part = ns.csr_from(X.data[:3], X.indices[:3], np.array([0, 3]), (1, X.shape[1]), True)
+    assert isinstance(part, sp.csr_matrix) and part.nnz == 3 and part.shape == (1, X.shape[1])
 
 
 # -- ranking ----------------------------------------------------------------------------------

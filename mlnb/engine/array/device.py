@@ -59,13 +59,35 @@ class ArrayNamespace:
         return self.xp.asarray(a, dtype=dtype)
 
     def csr(self, X: sp.csr_matrix, dtype=None):
-        """A host CSR matrix on the device (int32 indices, as cuSPARSE wants them)."""
+        """A host CSR matrix on the device (int32 indices, as cuSPARSE wants them), marked canonical
+        when X is (``csr_from``)."""
         dtype = X.dtype if dtype is None else dtype
         if not self.on_gpu:
             return sp.csr_matrix((X.data.astype(dtype, copy=False), X.indices, X.indptr), shape=X.shape)
         xp = self.xp
-        return self.xsp.csr_matrix((xp.asarray(X.data, dtype=dtype), xp.asarray(X.indices, dtype=np.int32),
-                                    xp.asarray(X.indptr, dtype=np.int32)), shape=X.shape)
+        return self.csr_from(xp.asarray(X.data, dtype=dtype), xp.asarray(X.indices, dtype=np.int32),
+                             xp.asarray(X.indptr, dtype=np.int32), X.shape, bool(X.has_canonical_format))
+
+    def csr_from(self, data, indices, indptr, shape, canonical: bool):
+        """CSR (data, indices, indptr) on this namespace, sharing the three arrays. ``canonical``: the
+        caller knows every row's indices sorted and unique (X's structure, or rows of it). cupyx
+        otherwise establishes that itself before every product — a check, or in some versions a sort
+        of every non-zero through COO — which costs more than a minibatch's product; scipy's products
+        need no such thing, and nothing is marked there."""
+        M = self.xsp.csr_matrix((data, indices, indptr), shape=shape)
+        return _marked(M, canonical) if self.on_gpu else M
+
+    def transposed(self, X):
+        """Xᵀ of a CSR X (n × V) without a copy: the CSC matrix (V × n) on X's arrays, canonical when X is."""
+        if not self.on_gpu:
+            return X.T
+        n, V = X.shape
+        return _marked(self.xsp.csc_matrix((X.data, X.indices, X.indptr), shape=(V, n)), canonical(X))
+
+    def rows(self, X, order):
+        """The rows ``order`` (device int64) of a CSR X, in that order; canonical when X is."""
+        taken = X[order]
+        return _marked(taken, canonical(X)) if self.on_gpu else taken
 
     def to_host(self, a) -> np.ndarray:
         """A device array as a numpy array (itself on numpy)."""
@@ -75,6 +97,20 @@ class ArrayNamespace:
         """Wait for the device's queued work (timings include it)."""
         if self.on_gpu:
             self.xp.cuda.get_current_stream().synchronize()
+
+
+def canonical(M) -> bool:
+    """Whether a device sparse matrix is marked canonical (sorted, unique indices in every row)."""
+    return getattr(M, "_has_canonical_format", None) is True
+
+
+def _marked(M, canonical: bool):
+    """M with cupyx's flags set: sorted and unique indices (the attributes its ``sum_duplicates`` and
+    ``has_canonical_format`` read), so that its products use M as it is; unchanged when not canonical."""
+    if canonical:
+        M._has_canonical_format = True
+        M._has_sorted_indices = True
+    return M
 
 
 def namespace(device: str) -> ArrayNamespace:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb.engine.array.device import ArrayNamespace
+from mlnb.engine.array.device import ArrayNamespace, canonical
 from mlnb.models.naive_bayes import bernoulli, complement, multinomial, poisson
 from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.naive_bayes.event_model import REGISTERED, EventModel, Parameters
@@ -67,11 +67,11 @@ def count(ns: ArrayNamespace, X, Y, presence: bool) -> DeviceCounts:
     n, V = X.shape
     K = Y.shape[1]
     values = (X.data > 0).astype(np.float64) if presence else X.data.astype(np.float64)
-    X64 = ns.xsp.csr_matrix((values, X.indices, X.indptr), shape=(n, V))
+    X64 = ns.csr_from(values, X.indices, X.indptr, (n, V), canonical(X))
     # Y dense (n × K float64, 0/1): Xᵀ·Y is then one sparse × dense product (cuSPARSE SpMM with X
     # transposed in place), not a sparse × sparse one that first converts Xᵀ to CSR
     Y64 = ns.xsp.csr_matrix((Y.data.astype(np.float64), Y.indices, Y.indptr), shape=(n, K)).toarray()
-    FT = xp.ascontiguousarray(xp.asarray(X64.T @ Y64))  # (V, n)·(n, K) -> (V, K), summed in float64
+    FT = xp.ascontiguousarray(xp.asarray(ns.transposed(X64) @ Y64))  # (V, n)·(n, K) -> (V, K), summed in float64
     t = xp.bincount(X64.indices, weights=X64.data, minlength=V)  # (V,)
     N = ns.to_host(Y64.sum(axis=0))  # (K,) exact: sums of at most 2⁵³ ones
     S = ns.to_host(FT.sum(axis=0))  # (K,)

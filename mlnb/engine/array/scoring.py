@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlnb.engine.array.device import ArrayNamespace
+from mlnb.engine.array.device import ArrayNamespace, canonical
 
 
 def presence(ns: ArrayNamespace, X):
     """[X > 0] as a device CSR float32 on X's structure (no copy of the indices)."""
-    return ns.xsp.csr_matrix(((X.data > 0).astype(np.float32), X.indices, X.indptr), shape=X.shape)
+    return ns.csr_from((X.data > 0).astype(np.float32), X.indices, X.indptr, X.shape, canonical(X))
 
 
 def linear_scores(ns: ArrayNamespace, X, W, b, binary: bool = False):
