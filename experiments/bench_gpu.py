@@ -111,6 +111,44 @@ def naive_lr_pass(ns, X, Y, order, batch, W, b, lrate=0.3, l2=1e-4, eps=1e-8):
     return W, b
 
 
+def lr_pass_parts(ns, training, X, Y, order, batch):
+    """Seconds of each part of the array engine's pass, each timed alone over the pass's minibatches
+    (the device synchronised around each part): the minibatch slices, Z = X_B·W, the residual,
+    G = X_Bᵀ·D, and the update of W and S (on copies: ``training`` is left as it was)."""
+    xp = ns.xp
+    X_pass, Y_pass = ns.rows(X, ns.asarray(order)), Y[ns.asarray(order)]
+    indptr = ns.to_host(X_pass.indptr).astype(np.int64)
+    n, V = X.shape
+    slices = []
+    ns.synchronize()
+    started = time.perf_counter()
+    for start in range(0, n, batch):
+        stop = min(n, start + batch)
+        a, z = int(indptr[start]), int(indptr[stop])
+        slices.append((ns.csr_from(X_pass.data[a:z], X_pass.indices[a:z], X_pass.indptr[start:stop + 1] - a,
+                                   (stop - start, V), True), Y_pass[start:stop]))
+    ns.synchronize()
+    parts = {"slices": time.perf_counter() - started}
+
+    def part(name, function):
+        ns.synchronize()
+        begun = time.perf_counter()
+        out = [function(*item) for item in slices]
+        ns.synchronize()
+        parts[name] = time.perf_counter() - begun
+        return out
+
+    Z = part("X_B·W", lambda X_B, Y_B: xp.asarray(X_B @ training.W) + training.b)
+    D = part("residual", lambda X_B, Y_B, z=iter(Z): array_lr.residual(xp, next(z), Y_B, "sigmoid")[0])
+    G = part("X_Bᵀ·D", lambda X_B, Y_B, d=iter(D):
+             xp.asfortranarray(xp.asarray(ns.transposed_product(X_B, next(d)))))
+    copy = array_lr.DenseTraining(ns, LogisticRegression(), V, training.W.shape[1], ns.to_host(training.W),
+                                  ns.to_host(training.b))
+    scale = copy.lrate * np.float32(0.5)
+    part("update", lambda X_B, Y_B, g=iter(G): copy.update(next(g), scale))
+    return parts
+
+
 def naive_auc(ns, Y_dense, S):
     """One sort per category, then the positives' midranks by binary search."""
     xp = ns.xp
@@ -191,6 +229,8 @@ def stages(ns, data, train: int, test: int, repeats: int, results: dict) -> None
         seconds_naive, _ = timed(naive_pass, ns, lr_repeats)
         seconds_unfused, unfused = timed(lambda: array_pass(fused=False), ns, lr_repeats)
         fused_delta = float(xp.abs(training.W - unfused.W).max())
+        parts = lr_pass_parts(ns, training, Xd, Y_dense, order, 1000)
+        log("lr_pass parts (ms per pass): " + ", ".join(f"{name} {value * 1e3:.1f}" for name, value in parts.items()))
         cpu_lr = None
         best_cpu = float("inf")
         for _ in range(lr_repeats):

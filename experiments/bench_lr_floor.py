@@ -2,6 +2,7 @@
 
     python experiments/bench_lr_floor.py              # 200k training documents, 47,236 words, 103 categories
     python experiments/bench_lr_floor.py --scale 0.25
+    NUMBA_NUM_THREADS=1 python experiments/bench_lr_floor.py     # each region's time at 1 thread (and so on)
 
 A pass of the all-categories engine (minibatch AdaGrad, batch 1000) must move at least, per
 minibatch B of m documents with nnz non-zeros touching u distinct words (K categories):
@@ -75,22 +76,24 @@ def bandwidth(megabytes: int = 512, repeats: int = 5) -> dict:
     return {"numpy copy": 2 * 4 * n / min(copies), "numba triad": 3 * 4 * n / min(triads)}
 
 
-#: the step's scalars in both timings below: step scale t^(−½) at t = 5, AdaGrad's 1/t and ε
-_STEP, _INV_T, _EPS = np.float32(5 ** -0.5), np.float32(0.2), np.float32(1e-8)
+#: the step's scalars in both timings below: the schedule's τ_t (t^(vexp − texp) = 1 with the
+#: defaults) and AdaGrad's ε
+_STEP, _EPS = np.float32(1.0), np.float32(1e-8)
 
 
 @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
 def _update_alone(words, W, S, G, lrate, n_threads):
-    """The engine's AdaGrad row update (``_update_row``) of W[words], S[words], G's rows as gradients,
-    the words split into equal contiguous shares of the threads, prefetched as in the engine."""
-    n = words.size
+    """The engine's AdaGrad row update (``_update_row``, no penalty) of W[words], S[words], G's rows as
+    gradients, the words split into equal contiguous shares of the threads, prefetched as in the engine."""
+    n, K = words.size, W.shape[1]
     share = (n + n_threads - 1) // n_threads
     for worker in prange(n_threads):
+        alpha = np.empty(K, dtype=np.float32)  # the engine's per-thread scratch of the row's steps
         for c in range(worker * share, min(n, (worker + 1) * share)):
             if c + PREFETCH_AHEAD < n:
                 _prefetch_row(W, words[c + PREFETCH_AHEAD])
                 _prefetch_row(S, words[c + PREFETCH_AHEAD])
-            _update_row(W, S, G[worker, c % G.shape[1]], words[c], lrate, _STEP, _INV_T, True, True,
+            _update_row(W, S, G[worker, c % G.shape[1]], alpha, words[c], lrate, _STEP, True, True,
                         np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None)
 
 
@@ -109,7 +112,7 @@ def _update_alone_side_by_side(words, WS, G, lrate, n_threads):
             for k in range(K):
                 s = WS[j, 1, k] + g[k] * g[k]
                 WS[j, 1, k] = s
-                WS[j, 0, k] -= lrate[k] * _STEP * g[k] / (np.sqrt(s * _INV_T) + _EPS)
+                WS[j, 0, k] -= (lrate[k] * _STEP / (np.sqrt(s) + _EPS) if s > 0 else np.float32(0.0)) * g[k]
 
 
 def update_alone_seconds(touched: list, V: int, K: int, repeats: int = 3) -> dict:
@@ -174,11 +177,14 @@ def _forward_alone(indptr, indices, data, W, b, D, n_threads):
 
 
 def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> dict:
-    """Minimum seconds over ``repeats`` of: the bare forward product, the engine's documents region and
-    its words region, each run alone over every minibatch of the seeded pass (the engine's own
-    minibatch source and, for the update, the estimator's default updater from W = S = 0)."""
+    """Minimum seconds over ``repeats`` of the bare forward product over every minibatch of the seeded
+    pass, and of each parallel region of the engine's own pass (``NumbaKernel.step``'s sequence: the
+    row cuts and region 0's catch-up of the rows read, region 1 the documents, region 2 the words and
+    their update, then the bias and the end-of-pass flush), each region's time summed over the pass
+    (the engine's own minibatch source and updater, from W = S = 0, the default L2)."""
     import numba
 
+    from mlnb.models._glm_kernels import _catch_up_region, _cut_rows, _update_bias
     from mlnb.models.logistic import LogisticRegression
     from mlnb.models.minibatch import InMemorySource, Updater
 
@@ -186,44 +192,50 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> d
     threads = numba.get_num_threads()
     batches = list(InMemorySource(X, Y, batch_size).minibatches(np.random.default_rng(seed)))
     defaults = LogisticRegression()
-    updater = Updater(defaults.updater, np.full(K, defaults.lrate), defaults.texp, defaults.vexp, defaults.epsilon,
-                      defaults.l1, defaults.l2, V, K)
-    kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V))
-    kernel._grow(batch_size, threads)
-    W, S = np.zeros((V, K), dtype=np.float32), updater.S
-    b = np.full(K, -3.0, dtype=np.float32)
-    # each minibatch's D and cuts, kept for the words region (this also compiles or loads the region)
-    Ds = np.zeros((len(batches), batch_size, K), dtype=np.float32)
-    cuts = np.zeros((len(batches), kernel.first_words.size + 1, batch_size), dtype=np.int64)
-    g_rows = 1
-    for n, (X_B, Y_B) in enumerate(batches):
-        m = X_B.shape[0]
-        _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False, Ds[n, :m],
-                          kernel.losses[:m], kernel.first_words, cuts[n, :, :m], kernel.counters, threads,
-                          kernel.docs_per_piece, kernel.terms)
-        g_rows = max(g_rows, _block_rows(cuts[n, :, :m], kernel.first_words, V))
-    kernel._grow_blocks(threads, g_rows)
-    times = {"forward product": [], "documents region": [], "words region": []}
-    for _ in range(repeats):  # the first round may include compiling the other two: the minimum counts
+    times = {"forward product": [], "cuts + region 0 (catch-up)": [], "region 1 (documents)": [],
+             "region 2 (words, update)": [], "bias + flush": []}
+    for _ in range(repeats):  # the first round may include compiling: the minimum counts
+        updater = Updater(defaults.updater, np.full(K, defaults.lrate), defaults.texp, defaults.vexp,
+                          defaults.epsilon, defaults.l1, defaults.l2, V, K)
+        kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V))
+        W, b = np.zeros((V, K), dtype=np.float32), np.full(K, -3.0, dtype=np.float32)
+        spent = dict.fromkeys(times, 0.0)
         started = time.perf_counter()
         for X_B, _ in batches:
+            kernel._grow(X_B.shape[0], threads)
             _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, kernel.D[:X_B.shape[0]], threads)
-        times["forward product"].append(time.perf_counter() - started)
-        started = time.perf_counter()
+        spent["forward product"] = time.perf_counter() - started
         for X_B, Y_B in batches:
             m = X_B.shape[0]
-            _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False,
-                              kernel.D[:m], kernel.losses[:m], kernel.first_words, kernel.cuts[:, :m],
-                              kernel.counters, threads, kernel.docs_per_piece, kernel.terms)
-        times["documents region"].append(time.perf_counter() - started)
+            kernel._grow(m, threads)
+            tau, before = updater.advance()
+            D, losses, cuts = kernel.D[:m], kernel.losses[:m], kernel.cuts[:, :m]
+            started = time.perf_counter()
+            _cut_rows(X_B.indptr, X_B.indices, kernel.first_words, cuts)
+            _catch_up_region(X_B.indices, kernel.first_words, cuts, W, updater.S, updater.T_last, before,
+                             updater.lrate, updater.adagrad, updater.vexp, updater.epsilon, updater.l1,
+                             updater.l2, kernel.counters, threads, kernel.terms)
+            middle = time.perf_counter()
+            _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False, D,
+                              losses, kernel.first_words, cuts, False, kernel.counters, threads,
+                              kernel.docs_per_piece, kernel.terms)
+            kernel._grow_blocks(threads, _block_rows(cuts, kernel.first_words, V))
+            after = time.perf_counter()
+            _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, kernel.G, kernel.slot, kernel.touched,
+                          updater.lrate, tau, updater.T, updater.T_last, updater.adagrad, updater.vexp,
+                          updater.epsilon, updater.l1, updater.l2, None, kernel.counters, threads,
+                          W.view(np.uint32), kernel.overflowed, kernel.terms)
+            done = time.perf_counter()
+            _update_bias(b, updater.Sb, D, updater.lrate, tau, updater.adagrad, updater.vexp, updater.epsilon)
+            spent["cuts + region 0 (catch-up)"] += middle - started
+            spent["region 1 (documents)"] += after - middle
+            spent["region 2 (words, update)"] += done - after
+            spent["bias + flush"] += time.perf_counter() - done
         started = time.perf_counter()
-        for t, (X_B, _) in enumerate(batches, start=1):
-            m = X_B.shape[0]
-            _words_region(X_B.indices, X_B.data, cuts[t - 1, :, :m], Ds[t - 1, :m], W, S, kernel.G, kernel.slot,
-                          kernel.touched, updater.lrate, t ** -updater.texp, float(t), updater.adagrad,
-                          updater.vexp, updater.epsilon, updater.l1, updater.l2, None, kernel.counters, threads,
-                          W.view(np.uint32), kernel.overflowed)
-        times["words region"].append(time.perf_counter() - started)
+        kernel.flush(W, updater)
+        spent["bias + flush"] += time.perf_counter() - started
+        for name, seconds in spent.items():
+            times[name].append(seconds)
     return {name: min(values) for name, values in times.items()}
 
 
@@ -280,14 +292,15 @@ def main():
         print(f"  W and S rows {name:28s} {seconds:.3f} s = {seconds / floor:.2f}× the floor "
               f"({update_bytes / seconds / 1e9:.1f} GB/s)")
     parts = parts_alone_seconds(X, Y, args.batch_size, seed=0)
-    print(f"\nthe parts alone over the same minibatches, min of 3; load {os.getloadavg()[0]:.2f}:")
+    print("\nthe forward product alone, and each region of the pass, over the same minibatches, min of 3; load "
+          f"{os.getloadavg()[0]:.2f}:")
     for name, seconds in parts.items():
         print(f"  {name:28s} {seconds:.3f} s = {seconds / floor:.2f}× the floor")
     bound = parts["forward product"] + bounds["apart (the engine's W, S)"]
     print(f"  the engine's forward product + its update, each alone: {bound:.3f} s = {bound / floor:.2f}× the floor "
           f"(the target: ≤ {TARGET_RATIO * floor:.3f} s)")
-    print(f"  documents + words regions alone: {parts['documents region'] + parts['words region']:.3f} s "
-          f"(a pass: {achieved:.3f} s)")
+    regions = sum(seconds for name, seconds in parts.items() if name != "forward product")
+    print(f"  the regions of the pass together: {regions:.3f} s (a pass: {achieved:.3f} s)")
     print(f"\nfloor at {best / 1e9:.1f} GB/s: {floor:.3f} s per pass; achieved {achieved:.3f} s "
           f"(min of {args.fits}: {', '.join(f'{p:.3f}' for p in passes)}); ratio {ratio:.2f}× -> "
           f"{'MET' if ratio <= TARGET_RATIO else 'NOT met'} (target ≤ {TARGET_RATIO}×); load {os.getloadavg()[0]:.2f}")

@@ -129,6 +129,26 @@ LR_CASES = [{}, {"l2": 0.0}, {"l1": 1e-4}, {"l1": 1e-4, "l2": 0.0}, {"l2": 1e-2}
             {"shuffle": False, "vexp": 0.3, "texp": 0.6}]
 
 
+#: On a GPU, sums run in another order and σ, exp and √ are other float32 functions: the passes part
+#: at round-off, and AdaGrad's first step on a coordinate, ±lrate whatever its gradient's size (a
+#: gradient exactly 0 where σ rounds to 1 on one device and 10⁻⁸ on the other), makes that round-off
+#: visible in W (the same rounding on the CPU — sums in float64, σ an ulp lower where it saturates —
+#: moves W as far). Each step is checked exactly above (``test_the_gpu_update_is_the_numpy_update``,
+#: ``test_gpu_products_...``); whole fits are held to the issue's bar: the AUC of every category with
+#: enough positives to rank (a category with 2 positives moves by 1/(2·N) per rank) within 1e-3.
+WELL_POPULATED = 20
+
+
+def _assert_gpu_fit_close(model, cpu, corpus):
+    P_train = np.asarray(corpus.Y_train.sum(axis=0)).ravel()
+    P_test = np.asarray(corpus.Y_test.sum(axis=0)).ravel()
+    ranked = (P_train >= WELL_POPULATED) & (P_test >= WELL_POPULATED)
+    auc = [roc_auc_per_category(corpus.Y_test, m.decision_function(corpus.X_test))[ranked] for m in (model, cpu)]
+    assert ranked.sum() >= 5 and np.abs(auc[0] - auc[1]).max() < 1e-3, np.abs(auc[0] - auc[1])
+    assert [r["train_loss"] for r in model.history_] == pytest.approx([r["train_loss"] for r in cpu.history_],
+                                                                     rel=1e-3)
+
+
 def _cpu_lr(X, Y, fit=None, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -143,6 +163,10 @@ def test_logistic_passes_match_the_cpu_engine(engine, small_corpus, options):
     X, Y = small_corpus.X_train, small_corpus.Y_train
     numba, scipy_kernel = _cpu_lr(X, Y, kernel="numba", **options), _cpu_lr(X, Y, kernel="scipy", **options)
     model = engine.fit(LogisticRegression(npasses=2, **options), X, Y, "multilabel", {})
+    np.testing.assert_array_equal(model.untrainable_categories_, numba.untrainable_categories_)
+    if engine.ns.on_gpu:  # see WELL_POPULATED
+        _assert_gpu_fit_close(model, numba, small_corpus)
+        return
     between_kernels = np.abs(numba.weights_ - scipy_kernel.weights_).max()
     scale = np.abs(numba.weights_).max()
     assert np.abs(model.weights_ - numba.weights_).max() <= 2 * between_kernels + 1e-5 * scale
@@ -170,7 +194,10 @@ def test_logistic_regression_from_a_warm_start_and_what_stays_on_the_cpu(engine,
     warm = {"coef_init": start.weights_, "intercept_init": start.bias_}
     numba = _cpu_lr(X, Y, fit=warm)
     model = engine.fit(LogisticRegression(npasses=2), X, Y, "multilabel", warm)
-    assert np.abs(model.weights_ - numba.weights_).max() <= 1e-4 * np.abs(numba.weights_).max()
+    if engine.ns.on_gpu:  # see WELL_POPULATED
+        _assert_gpu_fit_close(model, numba, small_corpus)
+    else:
+        assert np.abs(model.weights_ - numba.weights_).max() <= 1e-4 * np.abs(numba.weights_).max()
     assert not engine.fits(LogisticRegression(solver="lbfgs"), {})
     assert not engine.fits(LogisticRegression(), {"scale": np.ones((3, 2))})
     assert not engine.fits(LogisticRegression(), {"eval_set": (X, Y)})
@@ -182,29 +209,77 @@ def test_a_diverging_logistic_regression_is_refused_as_on_the_cpu(engine, small_
                    "multilabel", {})
 
 
-@pytest.mark.skipif(_GPU is not None, reason=f"no GPU: {_GPU}")
-@pytest.mark.parametrize("l2, vexp", [(1e-4, 0.5), (0.0, 0.5), (1e-3, 0.3)])
-def test_the_fused_gpu_step_is_the_array_code(small_corpus, l2, vexp):
-    """One CUDA kernel for AdaGrad's step and the exact L2 flow (the default on a GPU) against the
-    array code it replaces, on the same minibatches: the same S and W to a float32 ulp or two."""
-    ns = namespace("gpu")
-    X, Y = small_corpus.X_train, small_corpus.Y_train
-    n, V = X.shape
-    K = Y.shape[1]
-    estimator = LogisticRegression(npasses=1, l2=l2, vexp=vexp)
-    order = np.random.default_rng(0).permutation(n)
-    X_d, Y_d = ns.csr(X, np.float32), ns.asarray(Y.toarray(), dtype=np.float32)
-    trained = {}
-    for fused in (True, False):
-        training = array_lr.DenseTraining(ns, estimator, V, K, None, np.zeros(K, dtype=np.float32))
-        assert training.fused is not None
+GPU_ONLY = pytest.mark.skipif(_GPU is not None, reason=f"no GPU: {_GPU}")
+UPDATE_CASES = [{}, {"l2": 0.0}, {"l2": 1e-3, "vexp": 0.3}, {"l1": 1e-4}, {"updater": "sgd", "lrate": 1.0}]
+
+
+@GPU_ONLY
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "array-code"])
+@pytest.mark.parametrize("options", UPDATE_CASES, ids=["-".join(f"{k}={v}" for k, v in o.items()) or "default"
+                                                       for o in UPDATE_CASES])
+def test_the_gpu_update_is_the_numpy_update(options, fused):
+    """One update of W and S from the same G, S, W and per-category step (the fused kernel, or the
+    array code on CuPy) against the array code on numpy: equal to a float32 ulp or two. G has exact
+    zeros and values far below ε, S has zeros (a coordinate's first step), and every category its own
+    step, so that a broadcast or a branch that went wrong shows."""
+    rng = np.random.default_rng(3)
+    V, K = 600, 7
+    W = np.asfortranarray(rng.normal(size=(V, K)).astype(np.float32))
+    S = np.asfortranarray((rng.random((V, K)) * (rng.random((V, K)) < 0.5)).astype(np.float32))
+    G = rng.normal(scale=0.1, size=(V, K)).astype(np.float32)
+    G[rng.random((V, K)) < 0.1] = 0.0
+    G[rng.random((V, K)) < 0.05] = 1e-9
+    G = np.asfortranarray(G)
+    scale = rng.uniform(0.1, 0.5, size=K).astype(np.float32)
+    estimator = LogisticRegression(**options)
+    results = {}
+    for name in ("array-numpy", "gpu"):
+        ns = namespace(name)
+        training = array_lr.DenseTraining(ns, estimator, V, K, W, np.zeros(K))
+        assert ns.on_gpu or not np.shares_memory(training.W, W)  # the start is copied: in-place updates miss it
+        if training.S is not None:
+            training.S = ns.xp.array(ns.asarray(S), order="F", copy=True)
         if not fused:
             training.fused = None
-        array_lr.one_pass(training, X_d, Y_d, order, 100, "sigmoid")
-        trained[fused] = training
-    for name in ("S", "W"):
-        fused, plain = (ns.to_host(getattr(trained[f], name)) for f in (True, False))
-        np.testing.assert_allclose(fused, plain, rtol=3e-7, atol=1e-7 * np.abs(plain).max(), err_msg=name)
+        assert (training.fused is not None) == (name == "gpu" and fused and estimator.updater == "adagrad"
+                                                and estimator.l1 == 0)
+        training.update(ns.xp.array(ns.asarray(G), order="F", copy=True), ns.asarray(scale))
+        results[name] = [ns.to_host(a) for a in (training.W, training.S if training.S is not None else W)]
+    for what, gpu, host in zip(("W", "S"), results["gpu"], results["array-numpy"]):
+        np.testing.assert_allclose(gpu, host, rtol=2.5e-7, atol=1e-7 * np.abs(host).max(), err_msg=what)
+
+
+@GPU_ONLY
+def test_gpu_products_are_the_numpy_products_to_round_off_and_the_same_every_time(small_corpus):
+    """Z = X_B·W and G = X_Bᵀ·D on the GPU against scipy's: within the round-off of sums of float32
+    terms in another order (|Δ| ≤ 8·terms·ε·Σ|terms|), and bit for bit the same on a second run (the
+    product with X transposed in place adds with atomics in a varying order; the engine does not use it)."""
+    ns = namespace("gpu")
+    rng = np.random.default_rng(5)
+    X_B = small_corpus.X_train[:400]
+    V, K = X_B.shape[1], 9
+    W = np.asfortranarray(rng.normal(size=(V, K)).astype(np.float32))
+    D = rng.normal(size=(X_B.shape[0], K)).astype(np.float32)
+    X_d = ns.csr(X_B, np.float32)
+    eps = np.finfo(np.float32).eps
+    Z = ns.to_host(X_d @ ns.xp.asfortranarray(ns.asarray(W)))
+    bound_z = abs(X_B) @ np.abs(W) * (8 * (np.diff(X_B.indptr)[:, None] + 1) * eps)
+    assert np.all(np.abs(Z - X_B @ W) <= bound_z + 1e-30)
+    G = [ns.to_host(ns.transposed_product(X_d, ns.asarray(D))) for _ in range(2)]
+    terms = np.bincount(X_B.indices, minlength=V)[:, None] + 1
+    bound_g = abs(X_B).T @ np.abs(D) * (8 * terms * eps)
+    assert np.all(np.abs(G[0] - X_B.T @ D) <= bound_g + 1e-30)
+    np.testing.assert_array_equal(G[0], G[1])
+
+
+@GPU_ONLY
+def test_a_gpu_fit_gives_the_same_bits_every_time(small_corpus):
+    X, Y = small_corpus.X_train, small_corpus.Y_train
+    engine = ArrayEngine(namespace("gpu"))
+    for estimator in (lambda: LogisticRegression(npasses=2), lambda: NaiveBayes(alpha=0.37, binarize=False)):
+        first, second = (engine.fit(estimator(), X * np.float32(0.3), Y, "multilabel", {}) for _ in range(2))
+        np.testing.assert_array_equal(first.weights_, second.weights_)
+        np.testing.assert_array_equal(first.bias_, second.bias_)
 
 
 def test_on_numpy_nothing_is_fused_or_marked(small_corpus):
@@ -274,10 +349,15 @@ def test_a_study_through_the_array_engine_gives_the_cpu_engines_metrics(small_co
     for name in ("cpu", device):
         config = load_config(None, STUDY + [f"engine.device={name}"])
         runs[name] = run_models(config, data.X_train, data.Y_train, data.X_test, data.Y_test, data.category_names)
+    ranked = ((np.asarray(data.Y_train.sum(axis=0)).ravel() >= WELL_POPULATED)
+              & (np.asarray(data.Y_test.sum(axis=0)).ravel() >= WELL_POPULATED))
     for cpu, array in zip(runs["cpu"], runs[device]):
         assert type(array.model).__name__ == "ArrayModel" and type(cpu.model).__name__ != "ArrayModel"
-        a, c = array.evaluation.per_category, cpu.evaluation.per_category
-        np.testing.assert_allclose(a["auc"], c["auc"], atol=1e-4, equal_nan=True)  # scores to float32 round-off
+        a, c = array.evaluation.per_category["auc"], cpu.evaluation.per_category["auc"]
+        if device == "gpu" and cpu.name == "lr":  # see WELL_POPULATED
+            assert np.abs(a[ranked] - c[ranked]).max() < 1e-3, np.abs(a - c)
+            continue
+        np.testing.assert_allclose(a, c, atol=1e-4, equal_nan=True)  # scores to float32 round-off
         assert abs(array.evaluation.summary["macro_auc"] - cpu.evaluation.summary["macro_auc"]) < 1e-4
 
 

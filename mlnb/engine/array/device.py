@@ -84,6 +84,23 @@ class ArrayNamespace:
         n, V = X.shape
         return _marked(self.xsp.csc_matrix((X.data, X.indices, X.indptr), shape=(V, n)), canonical(X))
 
+    def transposed_product(self, X, D, order_free: bool = False):
+        """Xᵀ·D (V × K) of a CSR X (n × V) and a dense D (n × K), the same numbers on every run.
+
+        cuSPARSE's product with X transposed in place adds with atomics, in an order that changes from
+        run to run (its documentation says so), and AdaGrad's first steps turn such rounding into
+        visible differences of W. So on a GPU Xᵀ is first formed as a CSR matrix (csr2csc, which gives
+        the same matrix every time) and multiplied as it is, each output row summed on its own.
+        ``order_free``: every sum is exact in any order (integers in float64), and the one-pass
+        transposed product is taken."""
+        if not self.on_gpu:
+            return X.T @ D
+        if order_free:
+            return self.transposed(X) @ D
+        n, V = X.shape
+        by_column = X.tocsc()  # X in CSC: the arrays of Xᵀ (V × n) in CSR, rows in order
+        return self.csr_from(by_column.data, by_column.indices, by_column.indptr, (V, n), True) @ D
+
     def rows(self, X, order):
         """The rows ``order`` (device int64) of a CSR X, in that order; canonical when X is."""
         taken = X[order]

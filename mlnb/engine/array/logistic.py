@@ -162,8 +162,9 @@ class DenseTraining:
         self.l1, self.l2 = float(estimator.l1), float(estimator.l2)
         # (V × K) column-major: the layout cuSPARSE reads and writes dense operands in, so that neither
         # product copies W or G (on numpy the order only changes speed)
+        # a copy of W0 always: W is updated in place, and W0 is the caller's (e.g. the NB model's weights_)
         self.W = xp.zeros((V, K), dtype=np.float32, order="F") if W0 is None else \
-            xp.asfortranarray(ns.asarray(np.asarray(W0, dtype=np.float32)))
+            xp.array(ns.asarray(np.asarray(W0, dtype=np.float32)), order="F", copy=True)
         self.b = ns.asarray(np.array(b0, dtype=np.float32))
         self.S = xp.zeros((V, K), dtype=np.float32, order="F") if self.adagrad else None
         self.Sb = xp.zeros(K, dtype=np.float32)
@@ -177,23 +178,15 @@ class DenseTraining:
         root = self.xp.sqrt(S) if self.vexp == 0.5 else S ** np.float32(self.vexp)
         return root + np.float32(self.epsilon)
 
-    def step(self, X_B, Y_B, link: str):
-        """One minibatch (module docstring); returns its summed loss before the update (device scalar)."""
+    def update(self, G, scale) -> None:
+        """W and S after one step with the loss gradient G (V × K, overwritten) and lrate·τ_t per category
+        ``scale`` (K,): the fused kernel where there is one (``self.fused``), else the array code."""
         xp = self.xp
-        self.t += 1
-        tau = np.float32(float(self.t) ** ((self.vexp if self.adagrad else 0.0) - self.texp))
-        m = X_B.shape[0]
-        Z = xp.asarray(X_B @ self.W) + self.b  # (m, K)
-        D, loss = residual(xp, Z, Y_B, link)
-        g_b = D.mean(axis=0)  # (K,)
-        G = xp.asfortranarray(xp.asarray(self.ns.transposed(X_B) @ D))  # (V, K) column-major as W: coalesced sweeps
-        G *= np.float32(1.0 / m)  # after the sum, as the kernels (the first AdaGrad steps amplify rounding)
-        scale = self.lrate * tau  # (K,)
         if self.fused is not None:  # the AdaGrad and L2 steps below in one sweep: S and W updated in place
             self.fused(G, scale, np.float32(self.vexp), np.float32(self.epsilon), np.float32(self.l2), self.S, self.W)
-            alpha = None
+            return
         # in place where it can be: each line one sweep over V × K, no new (V × K) array but α
-        elif self.adagrad:
+        if self.adagrad:
             alpha = G * G
             self.S += alpha
             if self.vexp == 0.5:  # the kernels' branch: √S
@@ -205,8 +198,21 @@ class DenseTraining:
             alpha *= self.S > 0  # a coordinate with no gradient yet (S = 0) takes no step, as in the kernels
         else:
             alpha = scale  # (K,): one α per category
-        if alpha is not None:
-            self.W = regularised_step(xp, self.W, G, alpha, self.l1, self.l2)
+        self.W = regularised_step(xp, self.W, G, alpha, self.l1, self.l2)
+
+    def step(self, X_B, Y_B, link: str):
+        """One minibatch (module docstring); returns its summed loss before the update (device scalar)."""
+        xp = self.xp
+        self.t += 1
+        tau = np.float32(float(self.t) ** ((self.vexp if self.adagrad else 0.0) - self.texp))
+        m = X_B.shape[0]
+        Z = xp.asarray(X_B @ self.W) + self.b  # (m, K)
+        D, loss = residual(xp, Z, Y_B, link)
+        g_b = D.mean(axis=0)  # (K,)
+        G = xp.asfortranarray(xp.asarray(self.ns.transposed_product(X_B, D)))  # (V, K) column-major as W
+        G *= np.float32(1.0 / m)  # after the sum, as the kernels (the first AdaGrad steps amplify rounding)
+        scale = self.lrate * tau  # (K,)
+        self.update(G, scale)
         if self.adagrad:
             self.Sb += g_b * g_b
             self.b = self.b - xp.where(self.Sb > 0, scale * g_b / self._divide(self.Sb), np.float32(0.0))

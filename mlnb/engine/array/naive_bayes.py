@@ -68,11 +68,17 @@ def count(ns: ArrayNamespace, X, Y, presence: bool) -> DeviceCounts:
     K = Y.shape[1]
     values = (X.data > 0).astype(np.float64) if presence else X.data.astype(np.float64)
     X64 = ns.csr_from(values, X.indices, X.indptr, (n, V), canonical(X))
-    # Y dense (n × K float64, 0/1): Xᵀ·Y is then one sparse × dense product (cuSPARSE SpMM with X
-    # transposed in place), not a sparse × sparse one that first converts Xᵀ to CSR
+    # Y dense (n × K float64, 0/1): Xᵀ·Y is then one sparse × dense product, not a sparse × sparse one
     Y64 = ns.xsp.csr_matrix((Y.data.astype(np.float64), Y.indices, Y.indptr), shape=(n, K)).toarray()
-    FT = xp.ascontiguousarray(xp.asarray(ns.transposed(X64) @ Y64))  # (V, n)·(n, K) -> (V, K), summed in float64
-    t = xp.bincount(X64.indices, weights=X64.data, minlength=V)  # (V,)
+    # (V, n)·(n, K) -> (V, K), summed in float64: exact in any order when every value is an integer
+    # (presence, counts), so that the one-pass product gives the same numbers on every run
+    integers = bool(ns.to_host(xp.all(values == xp.floor(values)))) and \
+        float(ns.to_host(xp.abs(values).sum())) < 2.0 ** 53  # every partial sum an exact integer
+    FT = xp.ascontiguousarray(xp.asarray(ns.transposed_product(X64, Y64, order_free=integers)))
+    if integers:  # (V,): bincount adds with atomics, in any order: exact for integers only
+        t = xp.bincount(X64.indices, weights=X64.data, minlength=V)
+    else:
+        t = xp.asarray(ns.transposed_product(X64, xp.ones((n, 1)))).ravel()
     N = ns.to_host(Y64.sum(axis=0))  # (K,) exact: sums of at most 2⁵³ ones
     S = ns.to_host(FT.sum(axis=0))  # (K,)
     return DeviceCounts(FT=FT, t=t, N=N, S=S, n=int(n), presence=presence)
