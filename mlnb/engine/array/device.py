@@ -32,7 +32,7 @@ def gpu_problem() -> str | None:
     try:
         cupy = importlib.import_module("cupy")
     except ImportError:
-        return "CuPy is not installed (pip install 'mlnb[gpu]', which needs CUDA 12)"
+        return "CuPy is not installed (pip install 'mlnb[gpu]' for CUDA 12, or cupy-cuda13x for CUDA 13)"
     except Exception as error:  # a CuPy built for another CUDA fails in many ways at import  # noqa: BLE001
         return f"CuPy does not load ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
     try:
@@ -84,22 +84,15 @@ class ArrayNamespace:
         n, V = X.shape
         return _marked(self.xsp.csc_matrix((X.data, X.indices, X.indptr), shape=(V, n)), canonical(X))
 
-    def transposed_product(self, X, D, order_free: bool = False):
-        """Xᵀ·D (V × K) of a CSR X (n × V) and a dense D (n × K), the same numbers on every run.
-
-        cuSPARSE's product with X transposed in place adds with atomics, in an order that changes from
-        run to run (its documentation says so), and AdaGrad's first steps turn such rounding into
-        visible differences of W. So on a GPU Xᵀ is first formed as a CSR matrix (csr2csc, which gives
-        the same matrix every time) and multiplied as it is, each output row summed on its own.
-        ``order_free``: every sum is exact in any order (integers in float64), and the one-pass
-        transposed product is taken."""
+    def transposed_product(self, X, D):
+        """Xᵀ·D (V × K) of a CSR X (n × V) and a dense D (n × K): on a GPU, cuSPARSE's product with X
+        transposed in place (``transposed``). Its sums are not bit-reproducible from run to run: it adds
+        with atomics, and on an H200 (2026-11-26) forming Xᵀ first (csr2csc) and multiplying it as it
+        is changed the last bit between runs as well — so the GPU engine is deterministic to round-off
+        only (a CSR × dense kernel of our own, summing each row in order, would make it bit for bit)."""
         if not self.on_gpu:
             return X.T @ D
-        if order_free:
-            return self.transposed(X) @ D
-        n, V = X.shape
-        by_column = X.tocsc()  # X in CSC: the arrays of Xᵀ (V × n) in CSR, rows in order
-        return self.csr_from(by_column.data, by_column.indices, by_column.indptr, (V, n), True) @ D
+        return self.transposed(X) @ D
 
     def rows(self, X, order):
         """The rows ``order`` (device int64) of a CSR X, in that order; canonical when X is."""

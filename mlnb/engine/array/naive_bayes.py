@@ -70,15 +70,11 @@ def count(ns: ArrayNamespace, X, Y, presence: bool) -> DeviceCounts:
     X64 = ns.csr_from(values, X.indices, X.indptr, (n, V), canonical(X))
     # Y dense (n × K float64, 0/1): Xᵀ·Y is then one sparse × dense product, not a sparse × sparse one
     Y64 = ns.xsp.csr_matrix((Y.data.astype(np.float64), Y.indices, Y.indptr), shape=(n, K)).toarray()
-    # (V, n)·(n, K) -> (V, K), summed in float64: exact in any order when every value is an integer
-    # (presence, counts), so that the one-pass product gives the same numbers on every run
-    integers = bool(ns.to_host(xp.all(values == xp.floor(values)))) and \
-        float(ns.to_host(xp.abs(values).sum())) < 2.0 ** 53  # every partial sum an exact integer
-    FT = xp.ascontiguousarray(xp.asarray(ns.transposed_product(X64, Y64, order_free=integers)))
-    if integers:  # (V,): bincount adds with atomics, in any order: exact for integers only
-        t = xp.bincount(X64.indices, weights=X64.data, minlength=V)
-    else:
-        t = xp.asarray(ns.transposed_product(X64, xp.ones((n, 1)))).ravel()
+    # (V, n)·(n, K) -> (V, K), summed in float64: exact, so the same on every run, where X's values are
+    # integers (presence, counts); other values may differ in the last float64 bit from run to run on a
+    # GPU (its products and bincount add with atomics: ``ArrayNamespace.transposed_product``)
+    FT = xp.ascontiguousarray(xp.asarray(ns.transposed_product(X64, Y64)))
+    t = xp.bincount(X64.indices, weights=X64.data, minlength=V)  # (V,)
     N = ns.to_host(Y64.sum(axis=0))  # (K,) exact: sums of at most 2⁵³ ones
     S = ns.to_host(FT.sum(axis=0))  # (K,)
     return DeviceCounts(FT=FT, t=t, N=N, S=S, n=int(n), presence=presence)
