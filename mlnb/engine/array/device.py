@@ -71,9 +71,9 @@ class ArrayNamespace:
     def csr_from(self, data, indices, indptr, shape, canonical: bool):
         """CSR (data, indices, indptr) on this namespace, sharing the three arrays. ``canonical``: the
         caller knows every row's indices sorted and unique (X's structure, or rows of it). cupyx
-        otherwise establishes that itself before every product — a check, or in some versions a sort
-        of every non-zero through COO — which costs more than a minibatch's product; scipy's products
-        need no such thing, and nothing is marked there."""
+        otherwise establishes that itself before every product of a new matrix (a check kernel, or in
+        older versions a sort of every non-zero through COO); scipy's products need no such thing, and
+        nothing is marked there."""
         M = self.xsp.csr_matrix((data, indices, indptr), shape=shape)
         return _marked(M, canonical) if self.on_gpu else M
 
