@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb._columns import column_counts
 from mlnb.errors import MlnbError
 
 TRANSFORMS = ("none", "binary", "log_tfidf")
@@ -35,7 +36,7 @@ class FeatureTransform:
         if self.transform_name == "log_tfidf" and X.nnz and np.any(X.data != np.round(X.data)):
             raise MlnbError("features.transform = 'log_tfidf' expects word counts, but the data hold "
                             "non-integer values (already weighted?); use 'none' or 'binary'")
-        document_frequency = np.bincount(X.indices, minlength=X.shape[1])  # (V,)
+        document_frequency = column_counts(X.indices, X.shape[1])  # (V,)
         columns = np.flatnonzero(document_frequency >= self.min_df)
         if self.max_features and columns.size > self.max_features:
             most = np.argsort(-document_frequency[columns], kind="stable")[:self.max_features]

@@ -17,7 +17,8 @@ What it imitates (RCV1-v2: 804,414 documents, 47,236 terms, 103 topics):
 
 Generation is vectorised over tokens within chunks of documents (no Python
 loop per document); every chunk has its own seed derived from ``seed``, so
-the result depends only on the arguments.
+the result depends only on the arguments, not on how many chunks are made at
+once (``GENERATING_THREADS`` of them, each on a thread) or in which order.
 
     topic picks per document   q_i = 1 + Poisson(λ)
     picked topics              k ~ Categorical(w),  w_k log-spaced over 4 decades
@@ -31,6 +32,10 @@ the result depends only on the arguments.
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -43,6 +48,12 @@ from mlnb.errors import MlnbError
 
 ROOT_CODES = ("C", "E", "G", "M")
 _CHUNK_DOCUMENTS = 50_000
+#: chunks generated at once, at most (each on a thread; numpy's draws and scipy's sorts release the
+#: GIL): a chunk's temporaries are ~250 MB at RCV1's 77 words per document, so more would trade
+#: memory for little (the corpus's stacking and the checks after it run on every thread anyway)
+GENERATING_THREADS = 4
+#: one compiled parallel search at a time: it runs on every thread itself
+_SEARCH = threading.Lock()
 # Zipf–Mandelbrot shift q in p(rank) ∝ 1 / (rank + q)^s: flattens the very top of the
 # word-frequency law, as in real newswire vocabularies
 _ZIPF_SHIFT = 2.7
@@ -116,7 +127,8 @@ def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     M = 1 << (2 * n - 1).bit_length()  # the power of two ≥ 2n
     guide = np.searchsorted(cdf, np.arange(M) / M, side="right")
     drawn = np.empty(u.size, dtype=np.intp)
-    _guided_search(cdf, guide, u, drawn)
+    with _SEARCH:
+        _guided_search(cdf, guide, u, drawn)
     return drawn
 
 
@@ -131,6 +143,54 @@ if HAVE_NUMBA:
             while i < n and cdf[i] <= u[t]:
                 i += 1
             drawn[t] = min(i, n - 1)
+
+    @njit(parallel=True, cache=True)
+    def _copy_blocks(datas, indices_list, indptrs, row_starts, nnz_starts, data, indices, indptr):
+        """The row blocks (data, indices, indptr) stacked into one CSR's arrays, a block per thread:
+        block b's rows go to rows row_starts[b]…, its non-zeros to nnz_starts[b]…"""
+        for block in prange(len(datas)):
+            b = np.int64(block)  # prange's index is unsigned; the typed lists take a signed one
+            r, q = row_starts[b], nnz_starts[b]
+            block_indptr = indptrs[b]
+            for i in range(block_indptr.size - 1):
+                indptr[r + i + 1] = q + block_indptr[i + 1]
+            data[q:q + datas[b].size] = datas[b]
+            indices[q:q + indices_list[b].size] = indices_list[b]
+
+
+def _stack_rows(blocks: list) -> sp.csr_matrix:
+    """``sp.vstack(blocks, format="csr")`` of CSR blocks with V columns each: the same arrays and index
+    dtype, copied on every thread (scipy's one-core copy was a quarter of the corpus's generation)."""
+    if not HAVE_NUMBA or len(blocks) < 2:
+        return sp.vstack(blocks, format="csr")
+    n, nnz, V = sum(b.shape[0] for b in blocks), sum(b.nnz for b in blocks), blocks[0].shape[1]
+    # scipy's choice (``_compressed_sparse_stack``): int64 if a block's indptr is, or nnz or V needs it
+    wide = any(b.indptr.dtype.itemsize > 4 for b in blocks) or max(nnz, V) > np.iinfo(np.int32).max
+    index_dtype = np.int64 if wide else np.int32
+    data = np.empty(nnz, dtype=np.result_type(*(b.dtype for b in blocks)))
+    indices, indptr = np.empty(nnz, dtype=index_dtype), np.empty(n + 1, dtype=index_dtype)
+    indptr[0] = 0
+    row_starts = np.cumsum([0] + [b.shape[0] for b in blocks[:-1]]).astype(np.int64)
+    nnz_starts = np.cumsum([0] + [b.nnz for b in blocks[:-1]]).astype(np.int64)
+    from numba.typed import List
+
+    _copy_blocks(List([b.data.astype(data.dtype, copy=False) for b in blocks]),
+                 List([b.indices.astype(index_dtype, copy=False) for b in blocks]),
+                 List([b.indptr.astype(np.int64, copy=False) for b in blocks]),
+                 row_starts, nnz_starts, data, indices, indptr)
+    stacked = sp.csr_matrix((data, indices, indptr), shape=(n, V))
+    if all(b.has_canonical_format for b in blocks):
+        stacked.has_canonical_format = True  # rows of canonical blocks: no new check needed
+    return stacked
+
+
+def _generating_threads() -> int:
+    """Chunks generated at once: numba's thread count (every core unless set), at most GENERATING_THREADS."""
+    if HAVE_NUMBA:
+        import numba
+
+        return max(1, min(GENERATING_THREADS, numba.get_num_threads()))
+    return max(1, min(GENERATING_THREADS, os.cpu_count() or 1))
 
 
 class _Corpus:
@@ -198,11 +258,16 @@ def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_catego
                          np.random.default_rng(seeds.spawn(1)[0]))
     starts = range(0, n_documents, _CHUNK_DOCUMENTS)
     chunk_rngs = [np.random.default_rng(s) for s in chunk_seed.spawn(len(starts))]
-    parts = [_generate_chunk(corpus, min(_CHUNK_DOCUMENTS, n_documents - start), words_per_document * scale,
-                             extra_topics, topical_fraction, n_features, rng)
-             for start, rng in progress.track(list(zip(starts, chunk_rngs)), total=len(starts),
-                                              description="synthetic documents")]
-    X = check_features(sp.vstack([p[0] for p in parts], format="csr"), "data.synthetic")
+
+    def chunk(start_and_rng):
+        start, rng = start_and_rng
+        return _generate_chunk(corpus, min(_CHUNK_DOCUMENTS, n_documents - start), words_per_document * scale,
+                               extra_topics, topical_fraction, n_features, rng)
+
+    with ThreadPoolExecutor(max_workers=_generating_threads()) as pool:  # in order, whichever finishes first
+        parts = list(progress.track(pool.map(chunk, zip(starts, chunk_rngs)), total=len(starts),
+                                    description="synthetic documents"))
+    X = check_features(_stack_rows([p[0] for p in parts]), "data.synthetic")
     Y = sp.vstack([p[1] for p in parts], format="csr")
     ids = np.arange(n_documents, dtype=np.int64)  # a document's number in the generated sequence
     train, test = hash_split(ids, seed, test_fraction)

@@ -82,6 +82,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from mlnb import progress
+from mlnb._columns import column_counts
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
 from mlnb.models import lbfgs, svrg
@@ -490,7 +491,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         lrate = self._check_params(K)
         counts = (np.bincount(Y.indices, minlength=K).astype(np.float64), n)
         training = self._start(V, K, link, lrate, coef_init, intercept_init, scale, counts,
-                               word_counts=np.bincount(X.indices, minlength=V))
+                               word_counts=column_counts(X.indices, V))
         source = InMemorySource(X, Y, min(self.batch_size, n))
         for _ in range(self.npasses):
             self._run_pass(training, source, self.npasses, eval_set)
@@ -526,7 +527,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             if counts is None:
                 counts = (np.bincount(Y.indices, minlength=K).astype(np.float64), n)
             training = self._start(V, K, link, lrate, coef_init, intercept_init, scale, counts,
-                                   word_counts=np.bincount(X.indices, minlength=V))
+                                   word_counts=column_counts(X.indices, V))
         else:
             if coef_init is not None or intercept_init is not None:
                 raise MlnbError("coef_init and intercept_init start a training: pass them to fit or to the first "
