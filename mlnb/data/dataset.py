@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb._csr import select_rows
 from mlnb.data.hashing import SAMPLE_PURPOSE, hash_unit, purpose_seed, split_mask
 from mlnb.data.splits import hash_split_rule, random_split_rule, sample_rule
 from mlnb.data.validate import check_features, check_labels, place
@@ -257,7 +258,7 @@ def _rows(M: sp.csr_matrix, index: np.ndarray) -> sp.csr_matrix:
         part.data, part.indices = M.data[first:last], M.indices[first:last]
         part.indptr = M.indptr[start:stop + 1] - first
         return part
-    return M[index]
+    return select_rows(M, index)
 
 
 def _default_names(K: int) -> list[str]:

@@ -82,7 +82,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from mlnb import progress
-from mlnb._columns import column_counts
+from mlnb._csr import column_counts
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
 from mlnb.models import lbfgs, svrg

@@ -40,11 +40,13 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb import _csr
+from mlnb._numba import HAVE_NUMBA, njit
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import PREFETCH_AHEAD
 
 if HAVE_NUMBA:
+    from mlnb._csr import _row_offsets
     from mlnb.models._glm_kernels import prefetch_span
 
 UPDATERS = ("adagrad", "sgd")
@@ -60,41 +62,19 @@ class Minibatch(NamedTuple):
 if HAVE_NUMBA:
 
     @njit(cache=True)
-    def _row_offsets(indptr, rows):
-        """The indptr (int32) of the rows ``rows`` of a CSR matrix, in that order."""
-        out_indptr = np.empty(rows.size + 1, dtype=np.int32)
-        out_indptr[0] = 0
-        for ii in range(rows.size):
-            r = rows[ii]
-            out_indptr[ii + 1] = out_indptr[ii] + (indptr[r + 1] - indptr[r])
-        return out_indptr
-
-    @njit(cache=True)
     def _take_rows(indptr, indices, data, rows):
         """(indptr, indices, data) of the rows ``rows`` of a CSR matrix, in that order, int32 indexed."""
-        out_indptr = _row_offsets(indptr, rows)
+        out_indptr = np.empty(rows.size + 1, dtype=np.int32)
+        _row_offsets(indptr, rows, out_indptr)
         out_indices = np.empty(out_indptr[rows.size], dtype=np.int32)
         out_data = np.empty(out_indptr[rows.size], dtype=data.dtype)
-        _copy_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data)
-        return out_indptr, out_indices, out_data
-
-    @njit(parallel=True, cache=True)
-    def _take_rows_parallel(indptr, indices, data, rows):
-        """``_take_rows`` with the copies shared among the threads (each row to its own place: the same
-        bytes for any thread count)."""
-        out_indptr = _row_offsets(indptr, rows)
-        out_indices = np.empty(out_indptr[rows.size], dtype=np.int32)
-        out_data = np.empty(out_indptr[rows.size], dtype=data.dtype)
-        for ii in prange(rows.size):
-            r = rows[ii]
-            start, end, q = indptr[r], indptr[r + 1], out_indptr[ii]
-            out_indices[q:q + end - start] = indices[start:end]
-            out_data[q:q + end - start] = data[start:end]
+        _copy_rows_prefetched(indptr, indices, data, rows, out_indptr, out_indices, out_data)
         return out_indptr, out_indices, out_data
 
     @njit(cache=True)
-    def _copy_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data):
-        """Copy the rows ``rows`` to their places ``out_indptr`` (prefetching a few rows ahead)."""
+    def _copy_rows_prefetched(indptr, indices, data, rows, out_indptr, out_indices, out_data):
+        """Copy the rows ``rows`` to their places ``out_indptr`` on one thread, prefetching a few rows
+        ahead (a small copy: ``mlnb._csr.copy_rows`` shares a large one among the threads)."""
         for ii in range(rows.size):
             if ii + PREFETCH_AHEAD < rows.size:  # rows are scattered in memory: fetch a few ahead
                 ahead = rows[ii + PREFETCH_AHEAD]
@@ -106,20 +86,16 @@ if HAVE_NUMBA:
             out_data[q:q + end - start] = data[start:end]
 
 
-#: rows × mean row length above which ``take_rows`` copies on every thread: a minibatch of documents
-#: (~77k non-zeros), not its labels (~3k), where starting the threads costs more than the copy
-PARALLEL_COPY_NONZEROS = 32_768
-
-
 def take_rows(A: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
     """The rows ``rows`` of CSR A (a copy, int32 indices, sorted if A's are)."""
     if not HAVE_NUMBA:  # pragma: no cover
         return A[rows]
     if A.nnz > np.iinfo(np.int32).max and np.diff(A.indptr)[rows].sum() > np.iinfo(np.int32).max:
         raise MlnbError(f"a minibatch of {rows.size} documents holds 2^31 or more non-zeros; lower batch_size")
-    expected = rows.size * A.nnz / max(A.shape[0], 1)
-    take = _take_rows_parallel if expected > PARALLEL_COPY_NONZEROS else _take_rows
-    indptr, indices, data = take(A.indptr, A.indices, A.data, rows)
+    if rows.size * A.nnz / max(A.shape[0], 1) > _csr.PARALLEL_COPY_NONZEROS:  # a minibatch's documents
+        indptr, indices, data = _csr.copy_rows(A.indptr, A.indices, A.data, rows, np.int32)
+    else:  # its labels (~3k non-zeros): starting the threads would cost more than the copy
+        indptr, indices, data = _take_rows(A.indptr, A.indices, A.data, rows)
     return sp.csr_matrix((data, indices, indptr), shape=(rows.size, A.shape[1]))
 
 

@@ -1,0 +1,59 @@
+"""mlnb._csr against numpy and scipy: column_counts is np.bincount, select_rows is M[rows], on any
+number of threads."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from mlnb import _csr
+from mlnb._csr import column_counts, select_rows
+
+
+@pytest.mark.parametrize("size, V", [(0, 5), (1000, 7), (200_000, 50), (300_000, 47_236)])
+def test_column_counts_are_bincounts_on_any_number_of_threads(size, V):
+    indices = np.random.default_rng(size).integers(0, V, size=size).astype(np.int32)
+    expected = np.bincount(indices, minlength=V)
+    before = numba.get_num_threads()
+    try:
+        for threads in sorted({1, before}):
+            numba.set_num_threads(threads)
+            counts = column_counts(indices, V)
+            assert counts.dtype == np.int64 and counts.shape == (V,)
+            np.testing.assert_array_equal(counts, expected)
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("size", [10, 200_000])
+@pytest.mark.parametrize("bad", [-1, 9])
+def test_an_index_outside_the_columns_is_refused_not_counted(size, bad):
+    indices = np.zeros(size, dtype=np.int32)
+    indices[size // 2] = bad
+    with pytest.raises(ValueError):
+        column_counts(indices, 9)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_select_rows_is_scipys_row_indexing(monkeypatch, index_dtype, parallel):
+    rng = np.random.default_rng(1)
+    M = sp.random(500, 300, density=0.05, format="csr", dtype=np.float32, random_state=rng)
+    M.indices, M.indptr = M.indices.astype(index_dtype), M.indptr.astype(index_dtype)
+    monkeypatch.setattr(_csr, "PARALLEL_COPY_NONZEROS", 0 if parallel else float("inf"))
+    for rows in (rng.permutation(500)[:321], np.repeat(np.arange(0, 500, 7), 2), np.array([], dtype=np.int64),
+                 np.arange(499, -1, -1)):
+        got, want = select_rows(M, rows), M[rows]
+        for a, b in ((got.data, want.data), (got.indices, want.indices), (got.indptr, want.indptr)):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+        assert got.shape == want.shape
+
+
+def test_select_rows_leaves_unusual_rows_to_scipy(monkeypatch):
+    """Negative, out-of-range or boolean rows: scipy's own behaviour and errors."""
+    monkeypatch.setattr(_csr, "PARALLEL_COPY_NONZEROS", 0)
+    M = sp.random(50, 20, density=0.2, format="csr", dtype=np.float32, random_state=0)
+    np.testing.assert_array_equal(select_rows(M, np.array([-1, 3])).toarray(), M[np.array([-1, 3])].toarray())
+    with pytest.raises(IndexError):
+        select_rows(M, np.array([0, 50]))
