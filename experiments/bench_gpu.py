@@ -113,20 +113,13 @@ def naive_lr_pass(ns, X, Y, order, batch, W, b, lrate=0.3, l2=1e-4, eps=1e-8):
 
 def lr_pass_parts(ns, training, X, Y, order, batch):
     """Seconds of each part of the array engine's pass, each timed alone over the pass's minibatches
-    (the device synchronised around each part): the minibatch slices, Z = X_B·W, the residual,
+    (the device synchronised around each part): the rows gathered and cut into minibatches, Z = X_B·W, the residual,
     G = X_Bᵀ·D, and the update of W and S (on copies: ``training`` is left as it was)."""
     xp = ns.xp
-    X_pass, Y_pass = ns.rows(X, ns.asarray(order)), Y[ns.asarray(order)]
-    indptr = ns.to_host(X_pass.indptr).astype(np.int64)
-    n, V = X.shape
-    slices = []
+    V = X.shape[1]
     ns.synchronize()
     started = time.perf_counter()
-    for start in range(0, n, batch):
-        stop = min(n, start + batch)
-        a, z = int(indptr[start]), int(indptr[stop])
-        slices.append((ns.csr_from(X_pass.data[a:z], X_pass.indices[a:z], X_pass.indptr[start:stop + 1] - a,
-                                   (stop - start, V), True), Y_pass[start:stop]))
+    slices = list(array_lr.minibatches(ns, X, Y, order, batch))
     ns.synchronize()
     parts = {"slices": time.perf_counter() - started}
 

@@ -1,4 +1,4 @@
-"""Two CSR operations on every thread, the same arrays whatever the thread count.
+"""CSR operations on every thread, giving the same arrays whatever the thread count.
 
 ``column_counts``: how many stored values each column has, ``np.bincount(X.indices, minlength=V)``.
 For RCV1's 781k documents (47M non-zeros) ``np.bincount`` took 0.85 s cold on one core: it first
@@ -6,20 +6,28 @@ copies the int32 indices to int64. Each thread counts its own share of the indic
 of counts, and the rows are added: integer sums. (The features' document frequencies, the LR
 engine's word counts.)
 
-``copy_rows``: the rows ``rows`` of a CSR matrix, in that order (``X[rows]``): the offsets in one
-serial pass, then each row copied to its own place, a share of the rows per thread. (A dataset's
-training and test parts, and each minibatch of the LR engine: on one core, these copies were part
-of the 0.39 s that an LR pass spent outside its parallel regions on 16 cores.)
+``copy_rows`` / ``select_rows``: the rows ``rows`` of a CSR matrix, in that order (``X[rows]``): the
+offsets in one serial pass, then each row copied to its own place, a share of the rows per thread.
+(A dataset's training and test parts, and each minibatch of the LR engine: on one core, these
+copies were part of the 0.39 s that an LR pass spent outside its parallel regions on 16 cores.)
+
+``stack_rows``: ``sp.vstack`` of CSR row blocks, a block per thread (scipy's one-core copy was a
+quarter of the synthetic corpus's generation).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from mlnb._numba import HAVE_NUMBA, njit, prange
 
 #: at most this many bytes of per-thread count rows (threads × V × 8); beyond, fewer threads count
 COUNT_ROWS_BYTES = 64 * 2**20
+#: non-zeros of a row copy above which it runs on every thread (below, starting the threads costs
+#: more than the copy: a minibatch's labels, ~3k, are copied on one)
+PARALLEL_COPY_NONZEROS = 32_768
+_INT32_MAX = np.iinfo(np.int32).max
 
 if HAVE_NUMBA:
 
@@ -43,24 +51,35 @@ if HAVE_NUMBA:
             r = rows[ii]
             out_indptr[ii + 1] = out_indptr[ii] + (indptr[r + 1] - indptr[r])
 
-    @njit(parallel=True, cache=True)
-    def _copy_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data):
-        for ii in prange(rows.size):
-            r = rows[ii]
-            start, end, q = indptr[r], indptr[r + 1], out_indptr[ii]
-            out_indices[q:q + end - start] = indices[start:end]
-            out_data[q:q + end - start] = data[start:end]
+    @njit(inline="always")
+    def _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data):
+        r = rows[ii]
+        start, end, q = indptr[r], indptr[r + 1], out_indptr[ii]
+        out_indices[q:q + end - start] = indices[start:end]
+        out_data[q:q + end - start] = data[start:end]
 
-    def copy_rows(indptr, indices, data, rows, index_dtype) -> tuple:
-        """(indptr, indices, data) of the rows ``rows`` of a CSR matrix's arrays, ``index_dtype``
-        indexed (the caller checks that the rows' non-zeros fit it)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        out_indptr = np.empty(rows.size + 1, dtype=index_dtype)
-        _row_offsets(indptr, rows, out_indptr)
-        out_indices = np.empty(int(out_indptr[-1]), dtype=index_dtype)
-        out_data = np.empty(int(out_indptr[-1]), dtype=data.dtype)
-        _copy_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data)
-        return out_indptr, out_indices, out_data
+    @njit(parallel=True, cache=True)
+    def _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data):
+        for ii in prange(rows.size):
+            _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
+
+    @njit(cache=True)
+    def _copy_rows_serial(indptr, indices, data, rows, out_indptr, out_indices, out_data):
+        for ii in range(rows.size):
+            _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
+
+    @njit(parallel=True, cache=True)
+    def _copy_blocks(datas, indices_list, indptrs, row_starts, nnz_starts, data, indices, indptr):
+        """Row blocks (data, indices, indptr) stacked into one CSR's arrays, a block per thread: block
+        b's rows go to rows row_starts[b]…, its non-zeros to nnz_starts[b]…"""
+        for block in prange(len(datas)):
+            b = np.int64(block)  # prange's index is unsigned; the typed lists take a signed one
+            r, q = row_starts[b], nnz_starts[b]
+            block_indptr = indptrs[b]
+            for i in range(block_indptr.size - 1):
+                indptr[r + i + 1] = q + block_indptr[i + 1]
+            data[q:q + datas[b].size] = datas[b]
+            indices[q:q + indices_list[b].size] = indices_list[b]
 
 
 def column_counts(indices: np.ndarray, V: int) -> np.ndarray:
@@ -83,23 +102,57 @@ def column_counts(indices: np.ndarray, V: int) -> np.ndarray:
     return counts.sum(axis=0)
 
 
-#: expected non-zeros of a row selection above which ``select_rows`` copies on every thread (below,
-#: starting the threads costs more than the copy)
-PARALLEL_COPY_NONZEROS = 32_768
+def copy_rows(indptr, indices, data, rows, index_dtype=None) -> tuple:
+    """(indptr, indices, data) of the rows ``rows`` (valid row numbers) of a CSR matrix's arrays, in
+    that order: int32 indexed where the rows' non-zeros fit, else int64, or ``index_dtype`` when
+    given (the caller's to fit). Numba required."""
+    rows = np.asarray(rows, dtype=np.int64)
+    offsets = np.empty(rows.size + 1, dtype=np.int64)
+    _row_offsets(indptr, rows, offsets)
+    nonzeros = int(offsets[-1])
+    if index_dtype is None:
+        index_dtype = np.int32 if nonzeros <= _INT32_MAX else np.int64
+    out_indptr = offsets.astype(index_dtype, copy=False)
+    out_indices = np.empty(nonzeros, dtype=index_dtype)
+    out_data = np.empty(nonzeros, dtype=data.dtype)
+    copy = _copy_rows_parallel if nonzeros > PARALLEL_COPY_NONZEROS else _copy_rows_serial
+    copy(indptr, indices, data, rows, out_indptr, out_indices, out_data)
+    return out_indptr, out_indices, out_data
 
 
-def select_rows(M, rows: np.ndarray):
-    """``M[rows]`` of a scipy CSR matrix (``rows`` an integer array): the same arrays and dtypes as
-    scipy's, copied on every thread when there are many non-zeros to copy."""
-    import scipy.sparse as sp
-
+def select_rows(M: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
+    """``M[rows]`` of a scipy CSR matrix: the same arrays and dtypes as scipy's, copied by
+    ``copy_rows``; anything unusual (no numba, rows not integers or out of range) goes to scipy,
+    with its own checks and messages."""
     rows = np.asarray(rows)
-    expected = rows.size * M.nnz / max(M.shape[0], 1)
-    if not HAVE_NUMBA or expected <= PARALLEL_COPY_NONZEROS or rows.dtype.kind not in "iu" or \
-            (rows.size and (rows.min() < 0 or rows.max() >= M.shape[0])):
-        return M[rows]  # scipy's own checks and messages for anything unusual
-    wide = M.indptr.dtype.itemsize > 4 or M.indices.dtype.itemsize > 4  # scipy's index dtype
-    nonzeros = int(np.diff(M.indptr)[rows].sum())
-    index_dtype = np.int64 if wide or nonzeros > np.iinfo(np.int32).max else np.int32
-    indptr, indices, data = copy_rows(M.indptr, M.indices, M.data, rows, index_dtype)
+    if not HAVE_NUMBA or rows.dtype.kind not in "iu" or (rows.size and (rows.min() < 0 or rows.max() >= M.shape[0])):
+        return M[rows]
+    wide = M.indptr.dtype.itemsize > 4 or M.indices.dtype.itemsize > 4  # scipy's index dtype then
+    indptr, indices, data = copy_rows(M.indptr, M.indices, M.data, rows, np.int64 if wide else None)
     return sp.csr_matrix((data, indices, indptr), shape=(rows.size, M.shape[1]))
+
+
+def stack_rows(blocks: list) -> sp.csr_matrix:
+    """``sp.vstack(blocks, format="csr")`` of CSR blocks with the same columns: the same arrays and index
+    dtype, a block copied per thread."""
+    if not HAVE_NUMBA or len(blocks) < 2:
+        return sp.vstack(blocks, format="csr")
+    n, nnz, V = sum(b.shape[0] for b in blocks), sum(b.nnz for b in blocks), blocks[0].shape[1]
+    # scipy's choice (``_compressed_sparse_stack``): int64 if a block's indptr is, or nnz or V needs it
+    wide = any(b.indptr.dtype.itemsize > 4 for b in blocks) or max(nnz, V) > _INT32_MAX
+    index_dtype = np.int64 if wide else np.int32
+    data = np.empty(nnz, dtype=np.result_type(*(b.dtype for b in blocks)))
+    indices, indptr = np.empty(nnz, dtype=index_dtype), np.empty(n + 1, dtype=index_dtype)
+    indptr[0] = 0
+    row_starts = np.cumsum([0] + [b.shape[0] for b in blocks[:-1]]).astype(np.int64)
+    nnz_starts = np.cumsum([0] + [b.nnz for b in blocks[:-1]]).astype(np.int64)
+    from numba.typed import List
+
+    _copy_blocks(List([b.data.astype(data.dtype, copy=False) for b in blocks]),
+                 List([b.indices.astype(index_dtype, copy=False) for b in blocks]),
+                 List([b.indptr.astype(np.int64, copy=False) for b in blocks]),
+                 row_starts, nnz_starts, data, indices, indptr)
+    stacked = sp.csr_matrix((data, indices, indptr), shape=(n, V))
+    if all(b.has_canonical_format for b in blocks):
+        stacked.has_canonical_format = True  # rows of canonical blocks: no new check needed
+    return stacked

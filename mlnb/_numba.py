@@ -1,10 +1,13 @@
-"""numba, when installed: the compiled kernels import ``njit``, ``prange`` and ``HAVE_NUMBA`` from here.
+"""numba, when installed: the compiled kernels import ``njit``, ``prange`` and ``HAVE_NUMBA`` from here,
+and the thread pools their thread count (``worker_threads``).
 
 Every kernel has a numpy/scipy path too, so mlnb still runs (slower) without numba. Importing this
 module, before any kernel runs, also lets OpenMP's threads wait passively (``_wait_passively``), so
 that every kernel behaves well beside other busy processes whatever the import order, and lets
 malloc reuse the large blocks of one fit for the next (``mlnb._memory``).
 """
+
+from __future__ import annotations
 
 import os
 
@@ -51,4 +54,19 @@ reuse_freed_blocks()  # the numpy paths allocate the same V × K arrays
 #: order would then depend on the vector width is written as a loop in order.
 IEEE = {"nnan", "ninf", "nsz"}
 
-__all__ = ["HAVE_NUMBA", "IEEE", "njit", "prange"]
+
+
+def worker_threads(n_threads: int | None = None) -> int:
+    """Threads of a pool of work beside the kernels: ``n_threads``, else numba's thread count (what
+    ``numba.set_num_threads`` or NUMBA_NUM_THREADS chose, every core by default), so that the pools
+    and the compiled kernels of a stage use the same number of threads; the cores without numba."""
+    if n_threads:
+        return max(1, int(n_threads))
+    if HAVE_NUMBA:
+        import numba
+
+        return numba.get_num_threads()
+    return os.cpu_count() or 1
+
+
+__all__ = ["HAVE_NUMBA", "IEEE", "njit", "prange", "worker_threads"]

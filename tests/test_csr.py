@@ -1,5 +1,5 @@
-"""mlnb._csr against numpy and scipy: column_counts is np.bincount, select_rows is M[rows], on any
-number of threads."""
+"""mlnb._csr against numpy and scipy: column_counts is np.bincount, select_rows is M[rows] and
+stack_rows is sp.vstack, on any number of threads."""
 
 import numba
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from mlnb import _csr
-from mlnb._csr import column_counts, select_rows
+from mlnb._csr import column_counts, select_rows, stack_rows
 
 
 @pytest.mark.parametrize("size, V", [(0, 5), (1000, 7), (200_000, 50), (300_000, 47_236)])
@@ -57,3 +57,19 @@ def test_select_rows_leaves_unusual_rows_to_scipy(monkeypatch):
     np.testing.assert_array_equal(select_rows(M, np.array([-1, 3])).toarray(), M[np.array([-1, 3])].toarray())
     with pytest.raises(IndexError):
         select_rows(M, np.array([0, 50]))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_stack_rows_is_scipys_vstack(index_dtype):
+    rng = np.random.default_rng(0)
+    blocks = []
+    for rows in (5, 0, 17, 1):
+        block = sp.random(rows, 30, density=0.2, format="csr", dtype=np.float32, random_state=rng)
+        block.indices, block.indptr = block.indices.astype(index_dtype), block.indptr.astype(index_dtype)
+        blocks.append(block)
+    stacked, expected = stack_rows(blocks), sp.vstack(blocks, format="csr")
+    for got, want in ((stacked.data, expected.data), (stacked.indices, expected.indices),
+                      (stacked.indptr, expected.indptr)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert stacked.shape == expected.shape

@@ -18,7 +18,8 @@ What it imitates (RCV1-v2: 804,414 documents, 47,236 terms, 103 topics):
 Generation is vectorised over tokens within chunks of documents (no Python
 loop per document); every chunk has its own seed derived from ``seed``, so
 the result depends only on the arguments, not on how many chunks are made at
-once (``GENERATING_THREADS`` of them, each on a thread) or in which order.
+once (``GENERATING_THREADS`` of them, each on a thread) or in which order; the
+chunks are stacked on every thread (``mlnb._csr.stack_rows``).
 
     topic picks per document   q_i = 1 + Poisson(λ)
     picked topics              k ~ Categorical(w),  w_k log-spaced over 4 decades
@@ -32,7 +33,6 @@ once (``GENERATING_THREADS`` of them, each on a thread) or in which order.
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,7 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._csr import stack_rows
+from mlnb._numba import HAVE_NUMBA, njit, prange, worker_threads
 from mlnb.data.dataset import Dataset, RowOrigin, hash_split
 from mlnb.data.splits import hash_split_rule
 from mlnb.data.validate import check_features
@@ -144,53 +145,10 @@ if HAVE_NUMBA:
                 i += 1
             drawn[t] = min(i, n - 1)
 
-    @njit(parallel=True, cache=True)
-    def _copy_blocks(datas, indices_list, indptrs, row_starts, nnz_starts, data, indices, indptr):
-        """The row blocks (data, indices, indptr) stacked into one CSR's arrays, a block per thread:
-        block b's rows go to rows row_starts[b]…, its non-zeros to nnz_starts[b]…"""
-        for block in prange(len(datas)):
-            b = np.int64(block)  # prange's index is unsigned; the typed lists take a signed one
-            r, q = row_starts[b], nnz_starts[b]
-            block_indptr = indptrs[b]
-            for i in range(block_indptr.size - 1):
-                indptr[r + i + 1] = q + block_indptr[i + 1]
-            data[q:q + datas[b].size] = datas[b]
-            indices[q:q + indices_list[b].size] = indices_list[b]
-
-
-def _stack_rows(blocks: list) -> sp.csr_matrix:
-    """``sp.vstack(blocks, format="csr")`` of CSR blocks with V columns each: the same arrays and index
-    dtype, copied on every thread (scipy's one-core copy was a quarter of the corpus's generation)."""
-    if not HAVE_NUMBA or len(blocks) < 2:
-        return sp.vstack(blocks, format="csr")
-    n, nnz, V = sum(b.shape[0] for b in blocks), sum(b.nnz for b in blocks), blocks[0].shape[1]
-    # scipy's choice (``_compressed_sparse_stack``): int64 if a block's indptr is, or nnz or V needs it
-    wide = any(b.indptr.dtype.itemsize > 4 for b in blocks) or max(nnz, V) > np.iinfo(np.int32).max
-    index_dtype = np.int64 if wide else np.int32
-    data = np.empty(nnz, dtype=np.result_type(*(b.dtype for b in blocks)))
-    indices, indptr = np.empty(nnz, dtype=index_dtype), np.empty(n + 1, dtype=index_dtype)
-    indptr[0] = 0
-    row_starts = np.cumsum([0] + [b.shape[0] for b in blocks[:-1]]).astype(np.int64)
-    nnz_starts = np.cumsum([0] + [b.nnz for b in blocks[:-1]]).astype(np.int64)
-    from numba.typed import List
-
-    _copy_blocks(List([b.data.astype(data.dtype, copy=False) for b in blocks]),
-                 List([b.indices.astype(index_dtype, copy=False) for b in blocks]),
-                 List([b.indptr.astype(np.int64, copy=False) for b in blocks]),
-                 row_starts, nnz_starts, data, indices, indptr)
-    stacked = sp.csr_matrix((data, indices, indptr), shape=(n, V))
-    if all(b.has_canonical_format for b in blocks):
-        stacked.has_canonical_format = True  # rows of canonical blocks: no new check needed
-    return stacked
-
 
 def _generating_threads() -> int:
     """Chunks generated at once: numba's thread count (every core unless set), at most GENERATING_THREADS."""
-    if HAVE_NUMBA:
-        import numba
-
-        return max(1, min(GENERATING_THREADS, numba.get_num_threads()))
-    return max(1, min(GENERATING_THREADS, os.cpu_count() or 1))
+    return min(GENERATING_THREADS, worker_threads())
 
 
 class _Corpus:
@@ -267,7 +225,7 @@ def make_rcv1_like(n_documents: int = 20_000, n_features: int = 10_000, n_catego
     with ThreadPoolExecutor(max_workers=_generating_threads()) as pool:  # in order, whichever finishes first
         parts = list(progress.track(pool.map(chunk, zip(starts, chunk_rngs)), total=len(starts),
                                     description="synthetic documents"))
-    X = check_features(_stack_rows([p[0] for p in parts]), "data.synthetic")
+    X = check_features(stack_rows([p[0] for p in parts]), "data.synthetic")
     Y = sp.vstack([p[1] for p in parts], format="csr")
     ids = np.arange(n_documents, dtype=np.int64)  # a document's number in the generated sequence
     train, test = hash_split(ids, seed, test_fraction)

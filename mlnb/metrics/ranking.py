@@ -48,14 +48,13 @@ to exactly 0 or 1 and create ties that destroy the ranking.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._numba import HAVE_NUMBA, njit, prange, worker_threads  # noqa: F401  (re-exported)
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
 
@@ -384,17 +383,6 @@ def _positives_by_column(Y_true, K: int) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[0, np.cumsum(np.bincount(columns, minlength=K))], rows
 
 
-def worker_threads(n_threads: int | None = None) -> int:
-    """Threads of a pool of per-category work: ``n_threads``, else numba's thread count (what
-    ``numba.set_num_threads`` or NUMBA_NUM_THREADS chose, every core by default), so that the pools
-    and the compiled kernels of a stage use the same number of threads; the cores without numba."""
-    if n_threads:
-        return max(1, int(n_threads))
-    if HAVE_NUMBA:
-        import numba
-
-        return numba.get_num_threads()
-    return os.cpu_count() or 1
 
 
 def column_group(K: int, threads: int, widest: int) -> int:

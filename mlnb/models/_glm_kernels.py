@@ -521,8 +521,8 @@ if HAVE_NUMBA:
     def _cut_rows(indptr, indices, first_words, cuts):
         """``_cut_row`` for every row (one walk along each sorted row: cheaper than searching per block),
         the rows shared among the threads: each row writes its own column of cuts, so the cuts are the
-        same for any thread count. (Serial, it was the largest serial part of a regularised pass: with
-        the minibatch's row copy, 0.39 of 1.04 s on 16 cores, experiments/bench_lr_floor.py.)"""
+        same for any thread count. (On one thread, the cuts and the minibatch's row copy were part of
+        the 0.39 s of a 1.04 s pass spent outside the parallel regions on 16 cores, bench_lr_floor.py.)"""
         for i in prange(cuts.shape[1]):
             _cut_row(indptr, indices, i, first_words, cuts)
 

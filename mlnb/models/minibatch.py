@@ -40,14 +40,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb import _csr
-from mlnb._numba import HAVE_NUMBA, njit
+from mlnb._csr import copy_rows
+from mlnb._numba import HAVE_NUMBA
 from mlnb.errors import MlnbError
-from mlnb.models._glm_kernels import PREFETCH_AHEAD
-
-if HAVE_NUMBA:
-    from mlnb._csr import _row_offsets
-    from mlnb.models._glm_kernels import prefetch_span
 
 UPDATERS = ("adagrad", "sgd")
 
@@ -59,43 +54,13 @@ class Minibatch(NamedTuple):
     Y: sp.csr_matrix
 
 
-if HAVE_NUMBA:
-
-    @njit(cache=True)
-    def _take_rows(indptr, indices, data, rows):
-        """(indptr, indices, data) of the rows ``rows`` of a CSR matrix, in that order, int32 indexed."""
-        out_indptr = np.empty(rows.size + 1, dtype=np.int32)
-        _row_offsets(indptr, rows, out_indptr)
-        out_indices = np.empty(out_indptr[rows.size], dtype=np.int32)
-        out_data = np.empty(out_indptr[rows.size], dtype=data.dtype)
-        _copy_rows_prefetched(indptr, indices, data, rows, out_indptr, out_indices, out_data)
-        return out_indptr, out_indices, out_data
-
-    @njit(cache=True)
-    def _copy_rows_prefetched(indptr, indices, data, rows, out_indptr, out_indices, out_data):
-        """Copy the rows ``rows`` to their places ``out_indptr`` on one thread, prefetching a few rows
-        ahead (a small copy: ``mlnb._csr.copy_rows`` shares a large one among the threads)."""
-        for ii in range(rows.size):
-            if ii + PREFETCH_AHEAD < rows.size:  # rows are scattered in memory: fetch a few ahead
-                ahead = rows[ii + PREFETCH_AHEAD]
-                prefetch_span(indices, indptr[ahead], indptr[ahead + 1])
-                prefetch_span(data, indptr[ahead], indptr[ahead + 1])
-            r = rows[ii]
-            start, end, q = indptr[r], indptr[r + 1], out_indptr[ii]
-            out_indices[q:q + end - start] = indices[start:end]
-            out_data[q:q + end - start] = data[start:end]
-
-
 def take_rows(A: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
     """The rows ``rows`` of CSR A (a copy, int32 indices, sorted if A's are)."""
     if not HAVE_NUMBA:  # pragma: no cover
         return A[rows]
     if A.nnz > np.iinfo(np.int32).max and np.diff(A.indptr)[rows].sum() > np.iinfo(np.int32).max:
         raise MlnbError(f"a minibatch of {rows.size} documents holds 2^31 or more non-zeros; lower batch_size")
-    if rows.size * A.nnz / max(A.shape[0], 1) > _csr.PARALLEL_COPY_NONZEROS:  # a minibatch's documents
-        indptr, indices, data = _csr.copy_rows(A.indptr, A.indices, A.data, rows, np.int32)
-    else:  # its labels (~3k non-zeros): starting the threads would cost more than the copy
-        indptr, indices, data = _take_rows(A.indptr, A.indices, A.data, rows)
+    indptr, indices, data = copy_rows(A.indptr, A.indices, A.data, rows, np.int32)
     return sp.csr_matrix((data, indices, indptr), shape=(rows.size, A.shape[1]))
 
 

@@ -136,30 +136,14 @@ def test_the_corpus_is_the_same_without_numba(monkeypatch):
 
 
 def test_chunks_made_at_once_and_stacked_on_every_thread_give_the_same_corpus(monkeypatch):
-    """Chunks generated on several threads, stacked by ``_stack_rows``: the corpus of one chunk at a time
+    """Chunks generated on several threads, stacked by ``mlnb._csr.stack_rows``: the corpus of one chunk at a time
     stacked by scipy, bit for bit (dtypes included)."""
     monkeypatch.setattr(synthetic, "_CHUNK_DOCUMENTS", 400)  # 3,000 documents: 8 chunks
     arguments = dict(n_documents=3000, n_features=900, n_categories=20, seed=3)
     monkeypatch.setattr(synthetic, "GENERATING_THREADS", 4)
     many = make_rcv1_like(**arguments)
     monkeypatch.setattr(synthetic, "GENERATING_THREADS", 1)
-    monkeypatch.setattr(synthetic, "_stack_rows", lambda blocks: sp.vstack(blocks, format="csr"))
+    monkeypatch.setattr(synthetic, "stack_rows", lambda blocks: sp.vstack(blocks, format="csr"))
     one = make_rcv1_like(**arguments)
     assert _digest(many) == _digest(one)
     assert many.X.has_canonical_format
-
-
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_stack_rows_is_scipys_vstack(index_dtype):
-    rng = np.random.default_rng(0)
-    blocks = []
-    for rows in (5, 0, 17, 1):
-        block = sp.random(rows, 30, density=0.2, format="csr", dtype=np.float32, random_state=rng)
-        block.indices, block.indptr = block.indices.astype(index_dtype), block.indptr.astype(index_dtype)
-        blocks.append(block)
-    stacked, expected = synthetic._stack_rows(blocks), sp.vstack(blocks, format="csr")
-    for got, want in ((stacked.data, expected.data), (stacked.indices, expected.indices),
-                      (stacked.indptr, expected.indptr)):
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
-    assert stacked.shape == expected.shape

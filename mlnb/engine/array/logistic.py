@@ -223,23 +223,27 @@ class DenseTraining:
         return loss
 
 
-def one_pass(training: DenseTraining, X, Y, order: np.ndarray, batch: int, link: str):
-    """The steps of one pass over the rows ``order`` of X (n × V device CSR float32) and Y (n × K device
-    float32 0/1), cut into contiguous minibatches of ``batch``: (Σ loss, the first minibatch's loss),
-    device scalars."""
-    ns = training.ns
+def minibatches(ns, X, Y, order: np.ndarray, batch: int):
+    """(X_B, Y_B) of one pass over the rows ``order`` of X (n × V device CSR float32) and Y (n × K device
+    float32 0/1), cut into contiguous minibatches of ``batch``: the pass's rows are gathered once, and
+    each minibatch is then a slice of them (no copy)."""
     n, V = X.shape
     order = ns.asarray(order)
-    X_pass, Y_pass = ns.rows(X, order), Y[order]  # the pass's rows in order: each minibatch is then a slice
+    X_pass, Y_pass = ns.rows(X, order), Y[order]
     sorted_rows = canonical(X_pass)
     indptr = ns.to_host(X_pass.indptr).astype(np.int64)
-    loss = first = None
     for start in range(0, n, batch):
         stop = min(n, start + batch)
         a, z = int(indptr[start]), int(indptr[stop])
-        X_B = ns.csr_from(X_pass.data[a:z], X_pass.indices[a:z], X_pass.indptr[start:stop + 1] - a,
-                          (stop - start, V), sorted_rows)
-        batch_loss = training.step(X_B, Y_pass[start:stop], link)
+        yield (ns.csr_from(X_pass.data[a:z], X_pass.indices[a:z], X_pass.indptr[start:stop + 1] - a,
+                           (stop - start, V), sorted_rows), Y_pass[start:stop])
+
+
+def one_pass(training: DenseTraining, X, Y, order: np.ndarray, batch: int, link: str):
+    """The steps of one pass (``minibatches``): (Σ loss, the first minibatch's loss), device scalars."""
+    loss = first = None
+    for X_B, Y_B in minibatches(training.ns, X, Y, order, batch):
+        batch_loss = training.step(X_B, Y_B, link)
         loss, first = (batch_loss, batch_loss) if loss is None else (loss + batch_loss, first)
     return loss, first
 
