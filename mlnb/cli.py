@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,6 +115,13 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+def _send_again(signum: int) -> None:
+    """Sends this process ``signum`` once the main thread has left the place that dropped its exception
+    (``_signals_as_interrupts``); the pause lets it return from the unraisable-exception hook first."""
+    time.sleep(0.01)
+    os.kill(os.getpid(), signum)
+
+
 @contextmanager
 def _signals_as_interrupts():
     """While a command runs, SIGINT and SIGTERM raise ``Interrupted``; once: a second signal during
@@ -128,12 +136,26 @@ def _signals_as_interrupts():
             signal.signal(number, signal.SIG_IGN)
         raise Interrupted(signum)
 
+    def swallowed(report):
+        # Python runs a signal's handler at the next bytecode, wherever it is; where that is a function called
+        # from C (numba's compiler calls llvmlite's object-cache callback through ctypes while it compiles, a
+        # __del__, a weakref callback), the Interrupted it raises is printed and dropped, and the run would go on
+        # to the end with both signals ignored. Armed again and sent again from a helper thread, the signal is
+        # handled at a later bytecode; it is sent as often as it is dropped, until it lands in ordinary code.
+        if not isinstance(report.exc_value, Interrupted):
+            return unraisable_before(report)
+        signal.signal(report.exc_value.signum, handler)
+        threading.Thread(target=_send_again, args=(report.exc_value.signum,), daemon=True).start()
+
     previous = {number: signal.getsignal(number) for number in watched}
+    unraisable_before = sys.unraisablehook
+    sys.unraisablehook = swallowed
     for number in watched:
         signal.signal(number, handler)
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable_before
         # blocked while they are given back: a signal between two of these calls would run ``handler``, which
         # leaves both ignored (and a process that ignores SIGINT passes that on to every child it starts); held
         # until the previous handlers are back, it goes to them

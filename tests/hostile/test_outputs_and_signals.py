@@ -145,6 +145,37 @@ def test_signal_during_a_run_in_a_real_process(tmp_path, signum, code):
     assert list(tmp_path.rglob(".partial-*")) == [] and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_that_arrives_inside_a_callback_from_c_still_ends_the_command(signum):
+    """Numba's compiler calls llvmlite's object-cache callback through ctypes; a signal handled there raises
+    in the callback, where Python prints the exception and drops it (a fresh-clone CI run lost a SIGTERM that
+    way and exited 0). The same situation made on purpose: C's qsort calls a Python comparison, which sends
+    the signal. The command must still end by it, in the ordinary code after the callback."""
+    import ctypes
+
+    from mlnb.cli import Interrupted, _signals_as_interrupts
+
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+
+    @compare
+    def signalled(a, b):
+        os.kill(os.getpid(), signum)  # os.kill runs the handler at once: in the callback
+        return a[0] - b[0]
+
+    numbers = (ctypes.c_int * 2)(2, 1)
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    hook = sys.unraisablehook
+    with pytest.raises(Interrupted) as stopped:
+        with _signals_as_interrupts():
+            ctypes.CDLL(None).qsort(numbers, 2, ctypes.sizeof(ctypes.c_int), signalled)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the ordinary code after the callback, where it must land
+                time.sleep(0.001)
+    assert stopped.value.signum == signum
+    assert list(numbers) == [1, 2]  # the callback itself went on
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers and sys.unraisablehook is hook
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_while_the_folder_is_written_removes_the_staging_folder(tmp_path, hostile_data, monkeypatch,
                                                                        signum, code):
