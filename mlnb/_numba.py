@@ -4,12 +4,16 @@ and the thread pools their thread count (``worker_threads``).
 Every kernel has a numpy/scipy path too, so mlnb still runs (slower) without numba. Importing this
 module, before any kernel runs, also lets OpenMP's threads wait passively (``_wait_passively``), so
 that every kernel behaves well beside other busy processes whatever the import order, and lets
-malloc reuse the large blocks of one fit for the next (``mlnb._memory``).
+malloc reuse the large blocks of one fit for the next (``mlnb._memory``), and stamps every kernel's
+on-disk cache with the whole package's sources (``_stamp_kernels_together``).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+from pathlib import Path
 
 from mlnb._memory import reuse_freed_blocks
 
@@ -33,11 +37,54 @@ def _wait_passively() -> None:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 
+PACKAGE = Path(__file__).resolve().parent
+
+
+@functools.lru_cache(maxsize=None)
+def package_stamp(root: Path = PACKAGE) -> bytes:
+    """SHA-256 over the path and the bytes of every ``.py`` file under ``root`` (the mlnb package), in
+    path order: the source stamp of every compiled kernel of the package (``_stamp_kernels_together``)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.digest()
+
+
+def _stamp_kernels_together() -> None:
+    """Make numba's on-disk cache of every mlnb kernel stale as soon as any file of the package changes.
+
+    numba keys a cached kernel on its own source file only, but a kernel compiles in the functions and
+    constants it calls from other files (``_glm_kernels``'s update inlines ``_regularisation``'s row
+    step): after an edit, or a ``git pull`` of an editable install, that changes only the other file,
+    the old machine code was loaded and run (seen here: a benchmark timed the old row step). With one
+    stamp for the whole package any change recompiles every kernel once, on first use. numba's
+    locators are internal: where this numba has none by that name, its own per-file stamps stay."""
+    try:
+        from numba.core import caching
+    except ImportError:  # pragma: no cover - numba without the module (not a supported version)
+        return
+    mixin = getattr(caching, "_SourceFileBackedLocatorMixin", None)
+    if mixin is None or getattr(mixin, "_mlnb_package_stamp", False):  # pragma: no cover - other numba
+        return
+    per_file = mixin.get_source_stamp
+
+    def get_source_stamp(self):
+        source = Path(getattr(self, "_py_file", "") or "")
+        if source.suffix == ".py" and PACKAGE in source.resolve().parents:
+            return package_stamp()
+        return per_file(self)
+
+    mixin.get_source_stamp = get_source_stamp
+    mixin._mlnb_package_stamp = True
+
+
 try:
     from numba import njit, prange
 
     HAVE_NUMBA = True
     _wait_passively()
+    _stamp_kernels_together()
 except ImportError:  # pragma: no cover - numba is a declared dependency
     HAVE_NUMBA = False
     njit = prange = None
