@@ -176,12 +176,13 @@ def _forward_alone(indptr, indices, data, W, b, D, n_threads):
             _forward_row(indptr, indices, data, i, W, b, None, D)
 
 
-def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> dict:
+def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3, l2: float | None = None) -> dict:
     """Minimum seconds over ``repeats`` of the bare forward product over every minibatch of the seeded
     pass, and of each parallel region of the engine's own pass (``NumbaKernel.step``'s sequence: the
     row cuts and region 0's catch-up of the rows read, region 1 the documents, region 2 the words and
     their update, then the bias and the end-of-pass flush), each region's time summed over the pass
-    (the engine's own minibatch source and updater, from W = S = 0, the default L2)."""
+    (the engine's own minibatch source and updater, from W = S = 0, the default L2 or ``l2``; with
+    l2 = 0 the engine makes no cuts first and has no region 0)."""
     import numba
 
     from mlnb.models._glm_kernels import _catch_up_region, _cut_rows, _update_bias
@@ -191,7 +192,8 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> d
     V, K = X.shape[1], Y.shape[1]
     threads = numba.get_num_threads()
     batches = list(InMemorySource(X, Y, batch_size).minibatches(np.random.default_rng(seed)))
-    defaults = LogisticRegression()
+    defaults = LogisticRegression() if l2 is None else LogisticRegression(l2=l2)
+    regularised = defaults.l1 != 0 or defaults.l2 != 0
     times = {"forward product": [], "cuts + region 0 (catch-up)": [], "region 1 (documents)": [],
              "region 2 (words, update)": [], "bias + flush": []}
     for _ in range(repeats):  # the first round may include compiling: the minimum counts
@@ -211,13 +213,14 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3) -> d
             tau, before = updater.advance()
             D, losses, cuts = kernel.D[:m], kernel.losses[:m], kernel.cuts[:, :m]
             started = time.perf_counter()
-            _cut_rows(X_B.indptr, X_B.indices, kernel.first_words, cuts)
-            _catch_up_region(X_B.indices, kernel.first_words, cuts, W, updater.S, updater.T_last, before,
-                             updater.lrate, updater.adagrad, updater.vexp, updater.epsilon, updater.l1,
-                             updater.l2, kernel.counters, threads, kernel.terms)
+            if regularised:
+                _cut_rows(X_B.indptr, X_B.indices, kernel.first_words, cuts)
+                _catch_up_region(X_B.indices, kernel.first_words, cuts, W, updater.S, updater.T_last, before,
+                                 updater.lrate, updater.adagrad, updater.vexp, updater.epsilon, updater.l1,
+                                 updater.l2, kernel.counters, threads, kernel.terms)
             middle = time.perf_counter()
             _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False, D,
-                              losses, kernel.first_words, cuts, False, kernel.counters, threads,
+                              losses, kernel.first_words, cuts, not regularised, kernel.counters, threads,
                               kernel.docs_per_piece, kernel.terms)
             kernel._grow_blocks(threads, _block_rows(cuts, kernel.first_words, V))
             after = time.perf_counter()
@@ -244,7 +247,10 @@ def main():
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the 200k training documents")
     parser.add_argument("--fits", type=int, default=3, help="one-pass fits timed (the minimum counts)")
     parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--l2", type=float, default=None, help="the fits' l2 (default: the engine's, 1e-4); "
+                        "0 times the pass without regularisation, so without region 0")
     args = parser.parse_args()
+    settings = {"batch_size": args.batch_size} if args.l2 is None else {"batch_size": args.batch_size, "l2": args.l2}
 
     import numba
 
@@ -272,7 +278,7 @@ def main():
     floor = traffic["total"] / best
     passes = []
     for _ in range(args.fits):
-        model = LogisticRegression(npasses=1, batch_size=args.batch_size).fit(X, Y)
+        model = LogisticRegression(npasses=1, **settings).fit(X, Y)
         passes.append(model.history_[0]["seconds"])
     achieved = min(passes)
     training = getattr(model, "_training", None)  # (an older engine has none)
@@ -291,7 +297,7 @@ def main():
     for name, seconds in bounds.items():
         print(f"  W and S rows {name:28s} {seconds:.3f} s = {seconds / floor:.2f}× the floor "
               f"({update_bytes / seconds / 1e9:.1f} GB/s)")
-    parts = parts_alone_seconds(X, Y, args.batch_size, seed=0)
+    parts = parts_alone_seconds(X, Y, args.batch_size, seed=0, l2=args.l2)
     print("\nthe forward product alone, and each region of the pass, over the same minibatches, min of 3; load "
           f"{os.getloadavg()[0]:.2f}:")
     for name, seconds in parts.items():

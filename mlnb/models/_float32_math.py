@@ -9,6 +9,7 @@ runs 16 lanes at a time.
     exp(x), x ≤ 0:  n = round(x / ln 2),  r = x − n·ln 2 (ln 2 in two parts: r is exact),
                     exp(x) = 2ⁿ · (1 + r + r²·P(r)),  P the Cephes expf polynomial (|r| ≤ ½ ln 2);
                     2ⁿ built from its exponent bits; 0 below −87.3 (where exp(x) < 2⁻¹²⁶).
+    expm1(x), |x| ≤ ½ ln 2:  r + r²·P(r) with r = x (n = 0: exp's polynomial without its 1).
     σ(z) = 1 / (1 + e) for z ≥ 0 and e / (1 + e) below, e = exp(−|z|).
     log1p(e), 0 ≤ e ≤ 1:  s = e / (2 + e) ≤ ⅓,  log(1 + e) = 2·atanh(s) = 2s·Σ_{k=0..7} s^{2k} / (2k + 1)
                     (the first omitted term is below 2⁻²⁶ of the sum; no cancellation at small e).
@@ -71,6 +72,15 @@ if HAVE_NUMBA:
         scale = _float32_from_bits((np.int32(n) + np.int32(127)) << np.int32(23))  # 2ⁿ, −126 ≤ n ≤ 0
         return y * scale if x >= _EXP_MIN else np.float32(0.0) if x < _EXP_MIN else x  # (NaN stays NaN)
 
+    #: ½ ln 2: exp's reduced argument r lies within ±this, where e^r − 1 = r + r²·P(r) has no cancellation
+    HALF_LN2 = np.float32(0.34657359027997264)
+
+    @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
+    def expm1_small(x):
+        """e^x − 1 for float32 |x| ≤ ½ ln 2: exp's polynomial without its 1, r + r²·P(r) (no cancellation
+        near 0, where 1 − exp(x) would lose the leading digits)."""
+        return _horner(x, _EXP_P) * (x * x) + x
+
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def log1p_unit(e):
         """log(1 + e) for float32 0 ≤ e ≤ 1 (see the module docstring)."""
@@ -90,4 +100,4 @@ if HAVE_NUMBA:
         for i in range(x.size):
             out[i] = function(x[i])
 
-__all__ = ["HAVE_NUMBA", "elementwise", "exp_nonpositive", "log1p_unit", "sigmoid"]
+__all__ = ["HAVE_NUMBA", "elementwise", "exp_nonpositive", "expm1_small", "log1p_unit", "sigmoid"]

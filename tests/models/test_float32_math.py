@@ -27,6 +27,19 @@ def test_exp_is_within_one_ulp_down_to_minus_87_3_and_zero_below():
     assert flushed.tolist() == [0.0] * below.size  # exp < 1.3e-38 there: flushed, not a wrong large value
 
 
+def test_expm1_small_is_within_one_ulp_on_half_ln2_either_side_of_zero():
+    """e^x − 1 near 0 without the cancellation of exp(x) − 1 (the regularised step's 1 − e^(−y))."""
+    half = float(fm.HALF_LN2)
+    x = np.concatenate([np.linspace(-half, half, 1_000_001), -np.logspace(-30, np.log10(half), 20_001),
+                        np.logspace(-30, np.log10(half), 20_001)]).astype(np.float32)
+    out = np.empty_like(x)
+    fm.elementwise(fm.expm1_small, x, out)
+    exact = np.expm1(x.astype(np.float64))
+    nonzero = exact != 0
+    assert ulps(out[nonzero], exact[nonzero]).max() <= 1.0
+    assert out[~nonzero].tolist() == [0.0] * int((~nonzero).sum())
+
+
 def test_log1p_is_within_three_ulps_on_the_unit_interval():
     e = np.concatenate([np.linspace(0, 1, 1_000_001), np.logspace(-38, 0, 20_001)]).astype(np.float32)
     out = np.empty_like(e)
