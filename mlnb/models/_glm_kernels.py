@@ -261,11 +261,11 @@ PREFETCH_AHEAD = 8
 
 if HAVE_NUMBA:
     import numba
-    from llvmlite import ir
     from numba import types
     from numba.core import cgutils
     from numba.core.extending import intrinsic
 
+    from mlnb._prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
     from mlnb.models._regularisation import LINEAR_BELOW, regularised_row
 
@@ -281,41 +281,6 @@ if HAVE_NUMBA:
             return builder.atomic_rmw("add", pointer, context.get_constant(types.int64, 1), "monotonic")
 
         return signature, codegen
-
-    def _emit_prefetch(context, builder, array_type, array_value, indices, index_types) -> None:
-        """llvm.prefetch(&array[indices], read, high locality, data cache)."""
-        array = context.make_array(array_type)(context, builder, array_value)
-        at = [context.cast(builder, value, value_type, types.intp) for value, value_type in zip(indices, index_types)]
-        pointer = cgutils.get_item_pointer(context, builder, array_type, array, at)
-        byte_pointer = ir.IntType(8).as_pointer()
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer] + [ir.IntType(32)] * 3),
-            "llvm.prefetch.p0i8")
-        read, keep, data_cache = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
-        builder.call(prefetch, [builder.bitcast(pointer, byte_pointer), read, keep, data_cache])
-
-    def _prefetch_codegen(context, builder, sig, args):
-        _emit_prefetch(context, builder, sig.args[0], args[0], args[1:], sig.args[1:])
-        return context.get_dummy_value()
-
-    @intrinsic
-    def _prefetch(typingctx, matrix, row, column):
-        """Ask the CPU to bring the cache line of matrix[row, column] closer (no effect on results)."""
-        return types.void(matrix, row, column), _prefetch_codegen
-
-    @intrinsic
-    def _prefetch_at(typingctx, vector, index):
-        """Ask the CPU to bring the cache line of vector[index] (1-D) closer (no effect on results)."""
-        return types.void(vector, index), _prefetch_codegen
-
-    @njit(cache=True)
-    def prefetch_span(vector, start, end):
-        """Prefetch vector[start:end] (1-D), one 64-byte line at a time."""
-        step = max(1, 64 // vector.itemsize)
-        for index in range(start, end, step):
-            _prefetch_at(vector, index)
-        if end > start:
-            _prefetch_at(vector, end - 1)
 
     @njit(cache=True)
     def _prefetch_row(matrix, row):
