@@ -199,7 +199,7 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3, l2: 
     for _ in range(repeats):  # the first round may include compiling: the minimum counts
         updater = Updater(defaults.updater, np.full(K, defaults.lrate), defaults.texp, defaults.vexp,
                           defaults.epsilon, defaults.l1, defaults.l2, V, K)
-        kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V))
+        kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V), fresh=True)
         W, b = np.zeros((V, K), dtype=np.float32), np.full(K, -3.0, dtype=np.float32)
         spent = dict.fromkeys(times, 0.0)
         started = time.perf_counter()
@@ -227,7 +227,7 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3, l2: 
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, kernel.G, kernel.slot, kernel.touched,
                           updater.lrate, tau, updater.T, updater.T_last, updater.adagrad, updater.vexp,
                           updater.epsilon, updater.l1, updater.l2, None, kernel.counters, threads,
-                          W.view(np.uint32), kernel.overflowed, kernel.terms)
+                          W.view(np.uint32), kernel.overflowed, kernel.terms, kernel.stepped)
             done = time.perf_counter()
             _update_bias(b, updater.Sb, D, updater.lrate, tau, updater.adagrad, updater.vexp, updater.epsilon)
             spent["cuts + region 0 (catch-up)"] += middle - started

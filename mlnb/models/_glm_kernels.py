@@ -163,7 +163,8 @@ class ScipyKernel:
 
     name = "scipy"
 
-    def __init__(self, n_features: int, n_categories: int, link: str = "sigmoid", word_counts=None):
+    def __init__(self, n_features: int, n_categories: int, link: str = "sigmoid", word_counts=None,
+                 fresh: bool = False):
         _check_link(link)
         self.residual = _SCIPY_RESIDUALS[link]
         self.position = np.zeros(n_features, dtype=np.int64)
@@ -540,8 +541,10 @@ if HAVE_NUMBA:
                                   np.float32(behinds[q]), u)
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
-    def _flush_region(W, S, T_last, T, lrate, adagrad, vexp, eps, l1, l2, scratch):
-        """Every row j with T_last[j] < T: the regularised step with G = 0, α = c_j·(T − T_last[j]); T_last = T."""
+    def _flush_region(W, S, T_last, T, lrate, adagrad, vexp, eps, l1, l2, scratch, stepped):
+        """Every row j with T_last[j] < T: the regularised step with G = 0, α = c_j·(T − T_last[j]); T_last = T.
+        With AdaGrad a row with stepped[j] = 0 is left as it is: its S is 0, so it has no step size yet and
+        its step is no step (skipped without reading its S: most of a small fit's rows)."""
         V = W.shape[0]
         n_threads = scratch.shape[0]
         eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
@@ -554,7 +557,7 @@ if HAVE_NUMBA:
             u = scratch[worker]
             for j in range(worker * rows_per_worker, min(V, (worker + 1) * rows_per_worker)):
                 behind = T - T_last[j]
-                if behind > 0:
+                if behind > 0 and (stepped[j] or not adagrad):
                     _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
                                   np.float32(behind), u)
                     T_last[j] = T
@@ -571,10 +574,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, tau, T_after, T_last,
-                      adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed, alphas):
+                      adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed, alphas, stepped):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
         g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j), its
-        regularisation for this step, and T_last[j] = T_after.
+        regularisation for this step, T_last[j] = T_after and stepped[j] = 1.
 
         Worker w accumulates its block's words in its own rows G[w, 0], G[w, 1], … in the order
         they first appear (slot[j], −1 when not in use), listed in touched[w]: a worker's G holds
@@ -632,6 +635,7 @@ if HAVE_NUMBA:
                     _update_row(W, S, g, alpha, j, lrate, tau32, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
                                 R)
                     T_last[j] = T_after
+                    stepped[j] = 1
                     if _exponent_max(W_bits, j) == _EXPONENT:
                         overflowed[worker] = 1
                     slot[j] = -1
@@ -669,7 +673,8 @@ class NumbaKernel:
     #: word blocks of region 2: enough to balance threads, few enough that cutting rows is cheap
     n_blocks = 32
 
-    def __init__(self, n_features: int, n_categories: int, link: str = "sigmoid", word_counts=None):
+    def __init__(self, n_features: int, n_categories: int, link: str = "sigmoid", word_counts=None,
+                 fresh: bool = False):
         if not HAVE_NUMBA:  # pragma: no cover
             raise ImportError("numba is not installed: use kernel = 'scipy'")
         _check_link(link)
@@ -683,6 +688,9 @@ class NumbaKernel:
         self.overflowed = np.zeros(numba.config.NUMBA_NUM_THREADS, dtype=np.int64)  # one flag per worker
         self.policy = ThreadPolicy()
         self.K = K
+        # the rows a step of this kernel has updated (1), or may have been before it (all 1 unless the
+        # training is ``fresh``: S = 0 everywhere, as a new Updater's); the flush skips the others
+        self.stepped = np.zeros(V, dtype=np.uint8) if fresh else np.ones(V, dtype=np.uint8)
 
     def _grow(self, m: int, workers: int) -> None:
         """Buffers for a minibatch of m documents on ``workers`` threads (a stream's largest minibatch
@@ -724,6 +732,8 @@ class NumbaKernel:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        if "stepped" not in state:  # pickled before the kernel kept it: every row may have been stepped
+            self.stepped = np.ones(self.n_features, dtype=np.uint8)
         # one flag per worker of THIS process (it may run more threads than the one that pickled)
         flags = np.zeros(max(numba.config.NUMBA_NUM_THREADS, self.overflowed.size), dtype=np.int64)
         flags[0] = self.overflowed.any()
@@ -754,7 +764,7 @@ class NumbaKernel:
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
                           updater.lrate, tau, updater.T, updater.T_last, updater.adagrad,
                           updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads,
-                          W.view(np.uint32), self.overflowed, self.terms)
+                          W.view(np.uint32), self.overflowed, self.terms, self.stepped)
         finally:
             if threads != available:
                 numba.set_num_threads(available)
@@ -769,7 +779,7 @@ class NumbaKernel:
             if not hasattr(self, "terms") or self.terms.shape[0] < workers:
                 self.terms = np.zeros((workers, self.K), dtype=np.float32)
             _flush_region(W, updater.S, updater.T_last, updater.T, updater.lrate, updater.adagrad, updater.vexp,
-                          updater.epsilon, updater.l1, updater.l2, self.terms[:workers])
+                          updater.epsilon, updater.l1, updater.l2, self.terms[:workers], self.stepped)
         updater.T_last[:] = updater.T
 
 

@@ -414,7 +414,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         R = self._scale(scale, V, K)
         self.__dict__.pop("weights_prime_", None)  # from an earlier fit with a scale
         updater = Updater(self.updater, lrate, self.texp, self.vexp, self.epsilon, self.l1, self.l2, V, K)
-        kernel = KERNELS[self.kernel](V, K, link, word_counts)
+        kernel = KERNELS[self.kernel](V, K, link, word_counts, fresh=True)  # with the fresh updater's S = 0
         training = _Training(W, b, updater, kernel, np.random.default_rng(self.random_state), R, link, counts)
         self._training = training
         self.n_features_in_ = V

@@ -198,6 +198,35 @@ def test_numba_buffers_grow_for_a_larger_minibatch():
     np.testing.assert_allclose(W_n, W_s, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("rule", ["adagrad", "sgd"])
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_fresh_kernel_flushes_only_the_rows_its_steps_updated_and_gives_the_same_bits(rule, warm):
+    """A new training's kernel (fresh: S = 0) lets the end-of-pass flush skip, with AdaGrad, the rows no
+    step has updated (no step size yet: their step is no step), instead of reading their S; the weights
+    are those of a kernel that visits every row, bit for bit, from W = 0 or a warm start."""
+    X, Y = corpus(n=90, V=60)
+    X = X[:, :60].tolil()
+    X[:, 50:] = 0  # words 50..59 occur in no document
+    X = X.tocsr()
+    W0 = np.random.default_rng(3).normal(size=(60, 5)).astype(np.float32) if warm else np.zeros((60, 5), np.float32)
+    fitted = []
+    for fresh in (True, False):
+        kernel = KERNELS["numba"](60, 5, "sigmoid", fresh=fresh)
+        updater = Updater(rule, np.full(5, 0.3, np.float32), 0.5, 0.5, 1e-8, 0.0, 1e-2, 60, 5)
+        W, b = W0.copy(), np.zeros(5, np.float32)
+        for rows in (slice(0, 30), slice(30, 60), slice(60, 90)):
+            kernel.step(X[rows], Y[rows], W, b, updater)
+        kernel.flush(W, updater)
+        fitted.append((W, kernel.stepped.copy(), updater))
+    (W_fresh, stepped, updater), (W_all, _, _) = fitted
+    assert np.array_equal(W_fresh, W_all)
+    assert stepped[50:].sum() == 0 and stepped[:50].all()  # the rows the steps updated, only those
+    if rule == "adagrad":
+        assert np.array_equal(W_fresh[50:], W0[50:]) and not updater.S[50:].any()  # no step size yet: as they were
+    else:
+        assert np.all(np.abs(W_fresh[50:]) < np.abs(W0[50:]) + (not warm))  # sgd decays them all: visited
+
+
 def test_word_blocks_balance_the_non_zeros():
     counts = np.array([100, 1, 1, 1, 50, 50, 1, 1, 1, 100], dtype=float)
     first = word_blocks(counts, 4)
