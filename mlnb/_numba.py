@@ -72,7 +72,10 @@ def _stamp_kernels_together() -> None:
     def get_source_stamp(self):
         source = Path(getattr(self, "_py_file", "") or "")
         if source.suffix == ".py" and PACKAGE in source.resolve().parents:
-            return package_stamp()
+            try:
+                return package_stamp()
+            except OSError:  # a package file that cannot be read: numba's own stamp, as without this
+                pass
         return per_file(self)
 
     mixin.get_source_stamp = get_source_stamp
