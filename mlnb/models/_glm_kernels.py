@@ -159,7 +159,8 @@ def flush_rows(W, updater) -> None:
 
 
 class ScipyKernel:
-    """The reference step with scipy.sparse products (one core)."""
+    """The reference step with scipy.sparse products (one core). ``fresh`` is taken as NumbaKernel takes
+    it, and ignored: the reference flush visits every row."""
 
     name = "scipy"
 
