@@ -5,7 +5,7 @@ Every kernel has a numpy/scipy path too, so mlnb still runs (slower) without num
 module, before any kernel runs, also lets OpenMP's threads wait passively (``_wait_passively``), so
 that every kernel behaves well beside other busy processes whatever the import order, and lets
 malloc reuse the large blocks of one fit for the next (``mlnb._memory``), and stamps every kernel's
-on-disk cache with the whole package's sources (``_stamp_kernels_together``).
+on-disk cache with the sources of all the package's compiled code (``_stamp_kernels_together``).
 """
 
 from __future__ import annotations
@@ -38,34 +38,43 @@ def _wait_passively() -> None:
 
 
 PACKAGE = Path(__file__).resolve().parent
+#: a file of the package holds compiled code (a kernel, an intrinsic) when its text holds one of these
+KERNEL_MARKS = (b"njit", b"@intrinsic", b"prange")
 
 
 @functools.lru_cache(maxsize=None)
-def package_stamp(root: Path = PACKAGE) -> bytes:
-    """SHA-256 over the path and the bytes of every ``.py`` file under ``root`` (the mlnb package), in
-    path order: the source stamp of every compiled kernel of the package (``_stamp_kernels_together``)."""
+def kernels_stamp(root: Path = PACKAGE) -> bytes:
+    """SHA-256 over the path and the bytes of every ``.py`` file under ``root`` (the mlnb package) whose
+    text holds a ``KERNEL_MARKS`` mark, in path order: the source stamp of every compiled kernel of the
+    package (``_stamp_kernels_together``). ``tests/test_numba.py`` checks from the source that the
+    compiled functions take nothing from the package's other files (only ``njit``, ``prange`` and
+    ``IEEE`` from this one, which is part of the stamp)."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+        text = path.read_bytes()
+        if any(mark in text for mark in KERNEL_MARKS):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(text + b"\0")
     return digest.digest()
 
 
 def _stamp_kernels_together() -> None:
-    """Make numba's on-disk cache of every mlnb kernel stale as soon as any file of the package changes.
+    """Make numba's on-disk cache of every mlnb kernel stale as soon as any file with compiled code changes.
 
     numba keys a cached kernel on its own source file only, but a kernel compiles in the functions and
     constants it calls from other files (``_glm_kernels``'s update inlines ``_regularisation``'s row
     step): after an edit, or a ``git pull`` of an editable install, that changes only the other file,
     the old machine code was loaded and run (seen here: a benchmark timed the old row step). With one
-    stamp for the whole package any change recompiles every kernel once, on first use. numba's
-    locators are internal: where this numba has none by that name, its own per-file stamps stay."""
+    stamp for all the files with compiled code (``kernels_stamp``), a change to any of them recompiles
+    every kernel once, on first use; a change elsewhere (the study, the reports) recompiles nothing.
+    numba's locators are internal: where this numba has none by that name, its own per-file stamps
+    stay."""
     try:
         from numba.core import caching
     except ImportError:  # pragma: no cover - numba without the module (not a supported version)
         return
     mixin = getattr(caching, "_SourceFileBackedLocatorMixin", None)
-    if mixin is None or getattr(mixin, "_mlnb_package_stamp", False):  # pragma: no cover - other numba
+    if mixin is None or getattr(mixin, "_mlnb_kernels_stamp", False):  # pragma: no cover - other numba
         return
     per_file = mixin.get_source_stamp
 
@@ -73,13 +82,13 @@ def _stamp_kernels_together() -> None:
         source = Path(getattr(self, "_py_file", "") or "")
         if source.suffix == ".py" and PACKAGE in source.resolve().parents:
             try:
-                return package_stamp()
+                return kernels_stamp()
             except OSError:  # a package file that cannot be read: numba's own stamp, as without this
                 pass
         return per_file(self)
 
     mixin.get_source_stamp = get_source_stamp
-    mixin._mlnb_package_stamp = True
+    mixin._mlnb_kernels_stamp = True
 
 
 try:

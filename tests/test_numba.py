@@ -1,7 +1,8 @@
-"""mlnb._numba: every compiled kernel of the package is cached under one stamp of the whole package, so
-that an edit of any file (a row step that another file's kernel inlines) recompiles the kernels that
-compiled it in, instead of loading the old machine code."""
+"""mlnb._numba: every compiled kernel of the package is cached under one stamp of all the files with
+compiled code, so that an edit of any of them (a row step that another file's kernel inlines) recompiles
+the kernels that compiled it in, instead of loading the old machine code."""
 
+import ast
 import os
 import pickle
 import subprocess
@@ -15,31 +16,77 @@ from mlnb import _numba
 pytestmark = pytest.mark.skipif(not _numba.HAVE_NUMBA, reason="numba is not installed")
 
 PROJECT = Path(__file__).resolve().parents[1]
+#: decorators that make a function compiled code (numba's)
+COMPILING = {"njit", "jit", "intrinsic", "overload", "vectorize", "guvectorize"}
 
 
-def test_the_package_stamp_changes_with_any_python_file_and_only_with_them(tmp_path):
+def stamp(root: Path) -> bytes:
+    return _numba.kernels_stamp.__wrapped__(root)
+
+
+def test_the_stamp_changes_with_the_files_holding_compiled_code_and_only_with_them(tmp_path):
     (tmp_path / "models").mkdir()
-    (tmp_path / "models" / "kernels.py").write_text("from .step import LIMIT\n")
-    (tmp_path / "step.py").write_text("LIMIT = 1e-2\n")
-    (tmp_path / "notes.txt").write_text("a\n")
-    before = _numba.package_stamp.__wrapped__(tmp_path)
-    (tmp_path / "notes.txt").write_text("b\n")
-    assert _numba.package_stamp.__wrapped__(tmp_path) == before  # not a source file
-    (tmp_path / "step.py").write_text("LIMIT = 1e-3\n")  # the file the kernel imports from, not the kernel's
-    assert _numba.package_stamp.__wrapped__(tmp_path) != before
-    (tmp_path / "step.py").write_text("LIMIT = 1e-2\n")
-    assert _numba.package_stamp.__wrapped__(tmp_path) == before  # the contents, not the times
+    (tmp_path / "models" / "kernels.py").write_text("from .step import row\n@njit\ndef step(w):\n    return row(w)\n")
+    (tmp_path / "step.py").write_text("@njit(cache=True)\ndef row(w):\n    return w * 0.5\n")
+    (tmp_path / "report.py").write_text("TITLE = 'a'\n")
+    (tmp_path / "notes.txt").write_text("njit a\n")
+    before = stamp(tmp_path)
+    (tmp_path / "report.py").write_text("TITLE = 'b'\n")
+    (tmp_path / "notes.txt").write_text("njit b\n")
+    assert stamp(tmp_path) == before  # no compiled code there, or not a source file
+    (tmp_path / "step.py").write_text("@njit(cache=True)\ndef row(w):\n    return w * 0.25\n")
+    assert stamp(tmp_path) != before  # the file the kernel calls into, not the kernel's own
+    (tmp_path / "step.py").write_text("@njit(cache=True)\ndef row(w):\n    return w * 0.5\n")
+    assert stamp(tmp_path) == before  # the contents, not the times
     (tmp_path / "step.py").rename(tmp_path / "models" / "step.py")
-    assert _numba.package_stamp.__wrapped__(tmp_path) != before  # the paths too
+    assert stamp(tmp_path) != before  # the paths too
 
 
-def test_a_kernel_of_the_package_is_stamped_with_the_package_and_others_with_their_file(tmp_path):
+def _compiled_functions(tree: ast.Module):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                function = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if (function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")) in COMPILING:
+                    yield node
+                    break
+
+
+def test_compiled_code_takes_nothing_from_a_file_outside_the_stamp():
+    """The stamp covers the files whose text marks compiled code. What a compiled function (its body and
+    its decorators) names from another mlnb module must come from such a file, or a change there would
+    not recompile it."""
+    package = PROJECT / "mlnb"
+    stamped = {path for path in package.rglob("*.py")
+               if any(mark in path.read_bytes() for mark in _numba.KERNEL_MARKS)}
+    outside = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        compiled = list(_compiled_functions(tree))
+        if not compiled:
+            continue
+        assert path in stamped, f"{path} holds compiled code but no mark of KERNEL_MARKS"
+        imported = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mlnb"):
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = node.module
+        named = {n.id for function in compiled for n in ast.walk(function) if isinstance(n, ast.Name)}
+        for name in sorted(named & set(imported)):
+            module = PROJECT.joinpath(*imported[name].split("."))
+            source = module.with_suffix(".py") if module.with_suffix(".py").exists() else module / "__init__.py"
+            if source not in stamped:
+                outside.append(f"{path.relative_to(PROJECT)}: {name} from {imported[name]}")
+    assert outside == []
+
+
+def test_a_kernel_of_the_package_is_stamped_with_the_kernels_and_others_with_their_file(tmp_path):
     from numba import njit
     from numba.core.caching import FunctionCache
 
     from mlnb.models._glm_kernels import _words_region
 
-    assert FunctionCache(_words_region.py_func)._impl.locator.get_source_stamp() == _numba.package_stamp()
+    assert FunctionCache(_words_region.py_func)._impl.locator.get_source_stamp() == _numba.kernels_stamp()
     module = tmp_path / "elsewhere.py"
     module.write_text("def twice(x):\n    return 2 * x\n")
     sys.path.insert(0, str(tmp_path))
@@ -49,12 +96,12 @@ def test_a_kernel_of_the_package_is_stamped_with_the_package_and_others_with_the
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("elsewhere", None)
-    assert outside != _numba.package_stamp()
+    assert outside != _numba.kernels_stamp()
 
 
-def test_the_index_numba_writes_for_a_kernel_holds_the_package_stamp(tmp_path):
+def test_the_index_numba_writes_for_a_kernel_holds_the_kernels_stamp(tmp_path):
     """In a fresh process with its own cache folder: the index file of a compiled kernel records the
-    package's stamp, so the next process loads it only while no file of the package has changed."""
+    kernels' stamp, so the next process loads it only while no file with compiled code has changed."""
     environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     code = ("import numpy as np\nfrom mlnb.models import _float32_math as fm\n"
             "x = np.zeros(3, np.float32)\nfm.elementwise(fm.exp_nonpositive, x, x)\n")
@@ -63,5 +110,5 @@ def test_the_index_numba_writes_for_a_kernel_holds_the_package_stamp(tmp_path):
     assert indexes, sorted(p.name for p in tmp_path.rglob("*"))
     with open(indexes[0], "rb") as index:
         pickle.load(index)  # numba's version
-        stamp, _ = pickle.loads(index.read())
-    assert stamp == _numba.package_stamp()
+        stamp_recorded, _ = pickle.loads(index.read())
+    assert stamp_recorded == _numba.kernels_stamp()
