@@ -101,3 +101,45 @@ def test_precision_at_k_equals_a_stable_sort_in_row_blocks(scored, k, monkeypatc
     assert precision_at_k(Y, scores, k) == pytest.approx(expected, abs=1e-15)
     monkeypatch.setattr(evaluation, "PRECISION_BLOCK_ROWS", 37)
     assert precision_at_k(sp.csc_matrix(Y), scores, k) == pytest.approx(expected, abs=1e-15)
+
+
+@pytest.mark.parametrize("columns", [None, [0, 2, 3]])
+def test_pooled_rank_metrics_are_the_same_bits_from_sorted_runs_on_any_number_of_threads(monkeypatch, columns):
+    """The negatives sorted as several runs at once (one per thread) and each positive's counts summed
+    over the runs: whole numbers, so micro AUC and AP are those of one sorted array, bit for bit, and
+    scikit-learn's pooled ones; with ties within and across the runs."""
+    from sklearn.metrics import average_precision_score
+
+    from mlnb.metrics import evaluation
+
+    rng = np.random.default_rng(4)
+    n, K = 3000, 5
+    Y = (rng.random((n, K)) < 0.2).astype(np.int8)
+    S = np.round(rng.normal(size=(n, K)) + 1.5 * Y, 1).astype(np.float32)  # one decimal: many ties
+    monkeypatch.setattr(evaluation, "POOLED_RUN_MIN", 100)  # several runs at this size
+    one = evaluation.pooled_rank_metrics(Y, S, columns, n_threads=1)
+    for threads in (2, 3, 8):
+        assert evaluation.pooled_rank_metrics(sp.csr_matrix(Y), S, columns, n_threads=threads) == one
+    kept = slice(None) if columns is None else columns
+    y, s = Y[:, kept].ravel(), S[:, kept].ravel()
+    assert one[0] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert one[1] == pytest.approx(average_precision_score(y, s), abs=1e-12)
+
+
+@pytest.mark.parametrize("k, columns", [(2, None), (3, [0, 2, 4]), (9, None)])
+def test_precision_at_k_is_the_same_on_any_number_of_threads(k, columns):
+    """Blocks of documents ranked by several threads at once: the hits are whole numbers, so the same
+    precision@k as one thread, ties (to the lower index) included, and as a direct count per document."""
+    from mlnb.metrics.evaluation import precision_hits
+
+    rng = np.random.default_rng(5)
+    n, K = 5000, 6
+    Y = (rng.random((n, K)) < 0.3).astype(np.int8)
+    S = np.round(rng.normal(size=(n, K)), 1)  # many ties
+    one = precision_hits(Y, S, k, columns, 1)
+    for threads in (2, 3, 7):
+        assert precision_hits(sp.csr_matrix(Y), S, k, columns, threads) == one
+    kept = np.arange(K) if columns is None else np.asarray(columns)
+    direct = sum(Y[i, kept[np.argsort(-S[i, kept], kind="stable")[:k]]].sum() for i in range(n))
+    assert one == direct
+    assert precision_at_k(Y, S, k, columns, n_threads=2) == one / (n * k)
