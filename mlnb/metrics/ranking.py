@@ -93,24 +93,33 @@ class RankCurve:
 def rank_curve(y_true, scores) -> RankCurve:
     """The cumulative counts of one category, without a Python loop.
 
-    Sorting values is several times faster than ``argsort``, so: sort all
-    scores (descending) to find the distinct thresholds and how many documents
-    score ≥ each, sort the positives' scores alone, and count the positives
-    ≥ each threshold by binary search; the negatives are the rest.
+    Sorting values is several times faster than ``argsort``, so: sort all scores to find the
+    distinct thresholds and how many documents score ≥ each, and sort the positives' scores alone;
+    then one walk down both (``_fill_curve``, compiled, and letting other threads run: ``evaluate``
+    ranks categories on a thread pool) counts the positives ≥ each threshold, the negatives being the
+    rest. Without numba the same counts come from ``np.searchsorted``.
     """
     y = binary_labels(np.ravel(y_true), "y_true").astype(bool)
     s = score_array(scores, "scores").ravel()  # float32/float64 without NaN (``_inputs``)
     if y.shape != s.shape:
         raise MlnbError(f"y_true has {y.size} values but scores has {s.size}")
-    s_sorted = np.sort(s)[::-1]  # descending
+    ascending = np.sort(s)
     positives = np.sort(s[y])
+    if HAVE_NUMBA:
+        m = _count_distinct(ascending)
+        # made at their final size, the point before any document first: a curve over n documents then
+        # needs ~5 numbers per document at most (streaming evaluation keeps one per thread)
+        thresholds = np.empty(m + 1, dtype=np.result_type(s.dtype, np.inf))  # as np.r_[np.inf, s]: float32 stays
+        tp, fp = np.empty(m + 1, dtype=np.int64), np.empty(m + 1, dtype=np.int64)
+        _fill_curve(ascending, positives, thresholds, tp, fp)
+        return RankCurve(thresholds=thresholds, tp=tp, fp=fp, n_pos=int(positives.size),
+                         n_neg=int(y.size - positives.size))
+    s_sorted = ascending[::-1]  # descending
+    del ascending
     # != rather than diff: inf − inf is NaN, which would split a tie of infinities
     last_of_tie = np.flatnonzero(s_sorted[1:] != s_sorted[:-1])
     m = last_of_tie.size + (1 if s.size else 0)  # distinct scores
-    # the three arrays are made at their final size, with the point before any document first,
-    # and filled in place: a curve over n documents then needs ~5 numbers per document at most
-    # (streaming evaluation keeps one per thread)
-    thresholds = np.empty(m + 1, dtype=np.result_type(s.dtype, np.inf))  # as np.r_[np.inf, s]: float32 stays
+    thresholds = np.empty(m + 1, dtype=np.result_type(s.dtype, np.inf))
     thresholds[0] = np.inf
     fp = np.empty(m + 1, dtype=np.int64)  # first the last index of each tie, then FP
     fp[0] = 0
@@ -127,6 +136,42 @@ def rank_curve(y_true, scores) -> RankCurve:
     fp[1:] -= tp[1:]
     return RankCurve(thresholds=thresholds, tp=tp, fp=fp, n_pos=int(positives.size),
                      n_neg=int(y.size - positives.size))
+
+
+if HAVE_NUMBA:
+
+    @njit(cache=True, nogil=True)
+    def _count_distinct(ascending):
+        """The number of distinct values of a sorted array (``!=``, so a tie of infinities is one)."""
+        m = 1 if ascending.size else 0
+        for i in range(1, ascending.size):
+            if ascending[i] != ascending[i - 1]:
+                m += 1
+        return m
+
+    @njit(cache=True, nogil=True)
+    def _fill_curve(ascending, positives, thresholds, tp, fp):
+        """thresholds, tp, fp of ``RankCurve`` from all scores and the positives' scores, each sorted
+        ascending: the point (+inf, 0, 0) first, then from the highest score down, at the lowest
+        document of each tie (index i of ``ascending``), the threshold, the positives ≥ it (a pointer
+        walking down ``positives``) and the other documents ≥ it, n − i − tp."""
+        n = ascending.size
+        thresholds[0] = np.inf
+        tp[0] = 0
+        fp[0] = 0
+        p = positives.size - 1
+        above = 0  # positives scored ≥ the current threshold
+        j = 0
+        for i in range(n - 1, -1, -1):
+            value = ascending[i]
+            if i == 0 or ascending[i - 1] != value:  # the last document of its tie, highest first
+                while p >= 0 and positives[p] >= value:
+                    above += 1
+                    p -= 1
+                j += 1
+                thresholds[j] = value
+                tp[j] = above
+                fp[j] = n - i - above
 
 
 def auc_from_curve(curve: RankCurve) -> float:
@@ -470,6 +515,8 @@ def roc_on_grid(curve: RankCurve, grid: np.ndarray) -> np.ndarray:
     """TPR at each FPR in ``grid``; NaN where the ROC is undefined."""
     if not curve.defined:
         return np.full(grid.shape, np.nan)
+    if HAVE_NUMBA:
+        return _on_grid(curve, grid, by_depth=False)
     return _piecewise_linear_upper(curve.fpr, curve.tpr, grid)
 
 
@@ -477,7 +524,52 @@ def gains_on_grid(curve: RankCurve, grid: np.ndarray) -> np.ndarray:
     """Share of positives captured in the top ``grid`` fraction of documents."""
     if curve.n_pos == 0:
         return np.full(grid.shape, np.nan)
+    if HAVE_NUMBA:
+        return _on_grid(curve, grid, by_depth=True)
     return _piecewise_linear_upper(curve.depth, curve.tpr, grid)
+
+
+def _on_grid(curve: RankCurve, grid: np.ndarray, by_depth: bool) -> np.ndarray:
+    """``_piecewise_linear_upper`` of (FPR or depth, TPR) at ``grid``, the ratios computed only at the
+    points the binary searches visit (``_grid_walk``) instead of as arrays over the whole curve: the
+    same divisions and interpolation, so the same bits."""
+    at = np.ascontiguousarray(grid, dtype=np.float64)
+    out = np.empty(at.shape, dtype=np.float64)
+    _grid_walk(curve.tp, curve.fp, curve.n_pos, curve.n_neg, by_depth, at.ravel(), out.ravel())
+    return out
+
+
+if HAVE_NUMBA:
+
+    @njit(cache=True, nogil=True)
+    def _grid_x(tp, fp, j, n_pos, n_neg, by_depth):
+        """x of point j: FPR fp/N, or depth (tp + fp)/(P + N), as numpy divides the arrays."""
+        if by_depth:
+            return np.float64(tp[j] + fp[j]) / np.float64(n_pos + n_neg)
+        return np.float64(fp[j]) / np.float64(n_neg)
+
+    @njit(cache=True, nogil=True)
+    def _grid_walk(tp, fp, n_pos, n_neg, by_depth, at, out):
+        """out[g] = TPR along the polyline through (x_j, TPR_j) at x = at[g], the highest TPR where x
+        repeats (``_piecewise_linear_upper``, with TPR_j = tp_j/P and x_j from ``_grid_x``)."""
+        size = tp.size
+        for g in range(at.size):
+            a = at[g]
+            lo, hi = 0, size  # the first point with x > a (np.searchsorted(x, a, side="right"))
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if _grid_x(tp, fp, mid, n_pos, n_neg, by_depth) <= a:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            j = min(max(lo - 1, 0), size - 1)
+            k = min(max(lo, 0), size - 1)
+            xj = _grid_x(tp, fp, j, n_pos, n_neg, by_depth)
+            dx = _grid_x(tp, fp, k, n_pos, n_neg, by_depth) - xj
+            t = (a - xj) / dx if dx > 0 else 0.0
+            yj = np.float64(tp[j]) / np.float64(n_pos)
+            yk = np.float64(tp[k]) / np.float64(n_pos)
+            out[g] = yj + t * (yk - yj)
 
 
 def roc_lift(tpr_on_grid: np.ndarray, grid: np.ndarray) -> np.ndarray:

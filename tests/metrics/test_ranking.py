@@ -30,6 +30,49 @@ def test_exact_roc_equals_sklearn_roc_curve(tied_scores):
     np.testing.assert_array_equal(thresholds[1:], ref_thr[1:])
 
 
+@pytest.mark.parametrize("case", ["ties", "float32", "infinities", "constant", "no positive", "all positive",
+                                  "one document", "empty"])
+def test_the_compiled_curve_walk_is_the_searchsorted_curve(monkeypatch, case):
+    """rank_curve's one walk down the sorted scores (numba, letting other threads run) gives the arrays,
+    dtypes and counts of the numpy way (distinct values by !=, positives counted by searchsorted), and
+    the ROC and gains on a grid are those of the ratio arrays, bit for bit."""
+    from mlnb.metrics import ranking
+
+    if not ranking.HAVE_NUMBA:
+        pytest.skip("numba is not installed: the numpy way is the only one")
+    rng = np.random.default_rng(7)
+    y = rng.random(3000) < 0.15
+    s = np.round(rng.normal(size=3000) + 1.5 * y, 1)
+    if case == "float32":
+        s = s.astype(np.float32)
+    elif case == "infinities":
+        s[:40], s[40:70] = np.inf, -np.inf
+        y[:5] = True
+    elif case == "constant":
+        s[:] = 2.5
+    elif case == "no positive":
+        y[:] = False
+    elif case == "all positive":
+        y[:] = True
+    elif case == "one document":
+        y, s = y[:1], s[:1]
+    elif case == "empty":
+        y, s = y[:0], s[:0]
+    grids = (fpr_grid(101), fpr_grid(6), np.array([0.0, 0.3, 1.0]))
+    compiled = rank_curve(y, s)
+    compiled_grids = [(roc_on_grid(compiled, grid), gains_on_grid(compiled, grid)) for grid in grids]
+    monkeypatch.setattr(ranking, "HAVE_NUMBA", False)
+    plain = rank_curve(y, s)
+    for field in ("thresholds", "tp", "fp"):
+        assert getattr(compiled, field).dtype == getattr(plain, field).dtype
+        np.testing.assert_array_equal(getattr(compiled, field), getattr(plain, field))
+    assert (compiled.n_pos, compiled.n_neg) == (plain.n_pos, plain.n_neg)
+    # the grids read off the curve at the points the searches visit: the same bits as over the arrays
+    for grid, (roc, gains) in zip(grids, compiled_grids):
+        np.testing.assert_array_equal(roc, roc_on_grid(plain, grid))
+        np.testing.assert_array_equal(gains, gains_on_grid(plain, grid))
+
+
 def test_hand_worked_roc_grid_gains_and_lift():
     # scores 4 3 2 1 with labels 1 0 1 0: P = N = 2
     y, s = np.array([1, 0, 1, 0]), np.array([4.0, 3.0, 2.0, 1.0])
