@@ -11,7 +11,9 @@ u = probability log-odds, the calibrated ones if given, else z; p = σ(u)):
 and, pooled over all pairs, the reliability bins of p (count, Σp, Σy). The
 numba kernel reads the (n × K) scores once, row by row, in parallel over
 blocks of rows, marking each document's few labels (Y is sparse) before
-its row. Sums are
+its row; one exponential per pair, e = e^(−|u|), gives both p (1/(1 + e) or
+e/(1 + e)) and softplus(±u) = max(±u, 0) + log1p(e) (measured: 0.265 → 0.195 s
+for 156k × 103 on one thread, against σ and softplus each with their own). Sums are
 float64. Without numba, the same sums come from the matrix functions of
 ``mlnb.metrics.classification`` (which the tests check against scikit-learn).
 
@@ -35,10 +37,6 @@ FIELDS = ("predicted", "tp", "positives", "expected", "log_loss", "brier")
 
 if HAVE_NUMBA:
 
-    @njit(cache=True, fastmath=False)
-    def _softplus(x):
-        return max(x, 0.0) + np.log1p(np.exp(-abs(x)))
-
     @njit(cache=True)
     def _add_rows(S, U, y_indptr, y_indices, cut, first, last, a, r):
         """Add rows first .. last − 1 to a (6, K) and r (3, bins): one block of ``_sums``."""
@@ -51,7 +49,9 @@ if HAVE_NUMBA:
             for k in range(K):
                 predicted = 1.0 if np.float64(S[i, k]) >= cut else 0.0
                 z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
-                p = 1.0 / (1.0 + np.exp(-z))
+                e = np.exp(-abs(z))  # one exponential for σ and both softplus terms
+                p = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
+                shared = np.log1p(e)  # softplus(±z) = max(±z, 0) + log1p(e^(−|z|))
                 b = min(int(p * bins), bins - 1) if p >= 0.0 else 0  # in range even for a NaN (refused before)
                 a[0, k] += predicted
                 r[0, b] += 1.0
@@ -60,12 +60,12 @@ if HAVE_NUMBA:
                     a[1, k] += predicted
                     a[2, k] += 1.0
                     a[3, k] += p
-                    a[4, k] += _softplus(-z)
+                    a[4, k] += max(-z, 0.0) + shared
                     a[5, k] += (1.0 - p) * (1.0 - p)
                     r[2, b] += 1.0
                 else:
                     a[3, k] += 1.0 - p
-                    a[4, k] += _softplus(z)
+                    a[4, k] += max(z, 0.0) + shared
                     a[5, k] += p * p
             for q in range(y_indptr[i], y_indptr[i + 1]):
                 positive[y_indices[q]] = False
