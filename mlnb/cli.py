@@ -142,8 +142,8 @@ def _signals_as_interrupts():
         # __del__, a weakref callback), the Interrupted it raises is printed and dropped, and the run would go on
         # to the end with both signals ignored. Armed again and sent again from a helper thread, the signal is
         # handled at a later bytecode; it is sent as often as it is dropped, until it lands in ordinary code.
-        if not isinstance(report.exc_value, Interrupted):
-            return unraisable_before(report)
+        if not isinstance(report.exc_value, Interrupted) or threading.current_thread() is not threading.main_thread():
+            return unraisable_before(report)  # (the handler runs, and raises, in the main thread only)
         signal.signal(report.exc_value.signum, handler)
         threading.Thread(target=_send_again, args=(report.exc_value.signum,), daemon=True).start()
 
