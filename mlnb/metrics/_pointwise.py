@@ -12,9 +12,10 @@ and, pooled over all pairs, the reliability bins of p (count, Σp, Σy). The
 numba kernel reads the (n × K) scores once, row by row, in parallel over
 blocks of rows, marking each document's few labels (Y is sparse) before
 its row; one exponential per pair, e = e^(−|u|), gives both p (1/(1 + e) or
-e/(1 + e)) and softplus(±u) = max(±u, 0) + log1p(e) (measured: 0.265 → 0.195 s
-for 156k × 103 on one thread, against σ and softplus each with their own). Sums are
-float64. Without numba, the same sums come from the matrix functions of
+e/(1 + e)) and softplus(±u) = max(±u, 0) + log1p(e). exp and log1p are
+``_float64_math``'s (within 1 and 2.2 ulps), computed for a whole row
+in vector lanes before the row is added up: 58 → 36 ms for 50k × 103 on one thread
+(the C library's, one call per pair, as before). Sums are float64. Without numba, the same sums come from the matrix functions of
 ``mlnb.metrics.classification`` (which the tests check against scikit-learn).
 
 ``decision_counts`` gives predicted_k and tp_k of a decision matrix made
@@ -36,22 +37,29 @@ from mlnb.metrics.classification import brier_score, confusion_counts, expected_
 FIELDS = ("predicted", "tp", "positives", "expected", "log_loss", "brier")
 
 if HAVE_NUMBA:
+    from mlnb.metrics._float64_math import exp_nonpositive, log1p_unit
 
-    @njit(cache=True)
+    @njit(cache=True, error_model="numpy")
     def _add_rows(S, U, y_indptr, y_indices, cut, first, last, a, r):
         """Add rows first .. last − 1 to a (6, K) and r (3, bins): one block of ``_sums``."""
         K = S.shape[1]
         bins = r.shape[1]
         positive = np.zeros(K, dtype=np.bool_)  # this row's labels (Y is sparse)
+        p_row, shared_row = np.empty(K), np.empty(K)
         for i in range(first, last):
             for q in range(y_indptr[i], y_indptr[i + 1]):
                 positive[y_indices[q]] = True
+            # the functions, in vector lanes (a loop with no call and no branch: a loop that also
+            # adds to the sums below did not vectorise, measured 4× slower)
+            for k in range(K):
+                z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
+                e = exp_nonpositive(-abs(z))  # one exponential for σ and both softplus terms
+                p_row[k] = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
+                shared_row[k] = log1p_unit(e)  # softplus(±z) = max(±z, 0) + log1p(e^(−|z|))
             for k in range(K):
                 predicted = 1.0 if np.float64(S[i, k]) >= cut else 0.0
-                z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
-                e = np.exp(-abs(z))  # one exponential for σ and both softplus terms
-                p = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
-                shared = np.log1p(e)  # softplus(±z) = max(±z, 0) + log1p(e^(−|z|))
+                z = np.float64(U[i, k])
+                p = p_row[k]
                 b = min(int(p * bins), bins - 1) if p >= 0.0 else 0  # in range even for a NaN (refused before)
                 a[0, k] += predicted
                 r[0, b] += 1.0
@@ -60,12 +68,12 @@ if HAVE_NUMBA:
                     a[1, k] += predicted
                     a[2, k] += 1.0
                     a[3, k] += p
-                    a[4, k] += max(-z, 0.0) + shared
+                    a[4, k] += max(-z, 0.0) + shared_row[k]
                     a[5, k] += (1.0 - p) * (1.0 - p)
                     r[2, b] += 1.0
                 else:
                     a[3, k] += 1.0 - p
-                    a[4, k] += max(z, 0.0) + shared
+                    a[4, k] += max(z, 0.0) + shared_row[k]
                     a[5, k] += p * p
             for q in range(y_indptr[i], y_indptr[i + 1]):
                 positive[y_indices[q]] = False

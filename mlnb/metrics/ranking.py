@@ -71,6 +71,10 @@ class RankCurve:
     fp: np.ndarray  # (m,)   negatives scored >= threshold
     n_pos: int
     n_neg: int
+    #: the sums of ``auc_from_curve`` and ``average_precision_from_curve`` when the walk that made the
+    #: curve added them up on its way (the same numbers in the same order: the same bits); None: from
+    #: the arrays
+    sums: tuple[int, float] | None = None
 
     @property
     def defined(self) -> bool:
@@ -104,16 +108,16 @@ def rank_curve(y_true, scores) -> RankCurve:
     if y.shape != s.shape:
         raise MlnbError(f"y_true has {y.size} values but scores has {s.size}")
     ascending = np.sort(s)
-    positives = np.sort(s[y])
+    positives = np.sort(np.compress(y, s))  # (compress: 6× faster than s[y] for half positives)
     if HAVE_NUMBA:
         m = _count_distinct(ascending)
         # made at their final size, the point before any document first: a curve over n documents then
         # needs ~5 numbers per document at most (streaming evaluation keeps one per thread)
         thresholds = np.empty(m + 1, dtype=np.result_type(s.dtype, np.inf))  # as np.r_[np.inf, s]: float32 stays
         tp, fp = np.empty(m + 1, dtype=np.int64), np.empty(m + 1, dtype=np.int64)
-        _fill_curve(ascending, positives, thresholds, tp, fp)
+        twice_area, precision_sum = _fill_curve(ascending, positives, thresholds, tp, fp)
         return RankCurve(thresholds=thresholds, tp=tp, fp=fp, n_pos=int(positives.size),
-                         n_neg=int(y.size - positives.size))
+                         n_neg=int(y.size - positives.size), sums=(int(twice_area), float(precision_sum)))
     s_sorted = ascending[::-1]  # descending
     del ascending
     # != rather than diff: inf − inf is NaN, which would split a tie of infinities
@@ -150,11 +154,28 @@ if HAVE_NUMBA:
         return m
 
     @njit(cache=True, nogil=True)
+    def _add_point(tp_now, fp_now, tp_before, fp_before, twice_area, precision_sum, carry):
+        """The terms of curve point (TP, FP) after (TP', FP'): twice_area + (FP − FP')(TP + TP'), an
+        integer, and ΔTP·TP/(TP + FP) added to precision_sum by Neumaier's compensated summation
+        (``carry`` keeps the low bits: the sum is within ~2 ulps however long the curve)."""
+        twice_area += (fp_now - fp_before) * (tp_now + tp_before)
+        if tp_now > tp_before:  # zero terms change neither the sum nor its carry
+            term = np.float64(tp_now - tp_before) * (np.float64(tp_now) / np.float64(tp_now + fp_now))
+            total = precision_sum + term
+            if abs(precision_sum) >= abs(term):
+                carry += (precision_sum - total) + term
+            else:
+                carry += (term - total) + precision_sum
+            precision_sum = total
+        return twice_area, precision_sum, carry
+
+    @njit(cache=True, nogil=True)
     def _fill_curve(ascending, positives, thresholds, tp, fp):
         """thresholds, tp, fp of ``RankCurve`` from all scores and the positives' scores, each sorted
         ascending: the point (+inf, 0, 0) first, then from the highest score down, at the lowest
         document of each tie (index i of ``ascending``), the threshold, the positives ≥ it (a pointer
-        walking down ``positives``) and the other documents ≥ it, n − i − tp."""
+        walking down ``positives``) and the other documents ≥ it, n − i − tp. Returns the curve's
+        (twice its area in counts, Σ ΔTP·precision) summed on the way (``_add_point``)."""
         n = ascending.size
         thresholds[0] = np.inf
         tp[0] = 0
@@ -162,6 +183,7 @@ if HAVE_NUMBA:
         p = positives.size - 1
         above = 0  # positives scored ≥ the current threshold
         j = 0
+        twice_area, precision_sum, carry = np.int64(0), 0.0, 0.0
         for i in range(n - 1, -1, -1):
             value = ascending[i]
             if i == 0 or ascending[i - 1] != value:  # the last document of its tie, highest first
@@ -172,13 +194,41 @@ if HAVE_NUMBA:
                 thresholds[j] = value
                 tp[j] = above
                 fp[j] = n - i - above
+                twice_area, precision_sum, carry = _add_point(tp[j], fp[j], tp[j - 1], fp[j - 1],
+                                                              twice_area, precision_sum, carry)
+        return twice_area, precision_sum + carry
+
+    @njit(cache=True, nogil=True)
+    def _curve_sums(tp, fp):
+        """``_fill_curve``'s sums from a curve's arrays (a curve made elsewhere): the same bits."""
+        twice_area, precision_sum, carry = np.int64(0), 0.0, 0.0
+        for j in range(1, tp.size):
+            twice_area, precision_sum, carry = _add_point(tp[j], fp[j], tp[j - 1], fp[j - 1],
+                                                          twice_area, precision_sum, carry)
+        return twice_area, precision_sum + carry
+
+
+def _sums_of(curve: RankCurve) -> tuple[int, float]:
+    """(Σ_j ΔFP_j (TP_j + TP_{j−1}), Σ_j ΔTP_j · TP_j/(TP_j + FP_j)) of a curve: the walk's if it kept
+    them, else compiled from the arrays (the same bits), else numpy's sums (no numba: the area the
+    same integer, the precision sum pairwise, so its last bits may differ)."""
+    if curve.sums is not None:
+        return curve.sums
+    tp, fp = np.asarray(curve.tp, dtype=np.int64), np.asarray(curve.fp, dtype=np.int64)
+    if HAVE_NUMBA:
+        twice_area, precision_sum = _curve_sums(tp, fp)
+        return int(twice_area), float(precision_sum)
+    accepted = (tp + fp)[1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        terms = np.where(accepted > 0, np.diff(tp) * (tp[1:] / np.where(accepted > 0, accepted, 1)), 0.0)
+    return int(np.sum(np.diff(fp) * (tp[1:] + tp[:-1]))), float(np.sum(terms))
 
 
 def auc_from_curve(curve: RankCurve) -> float:
     """Trapezoid area under the exact ROC; NaN without positives or negatives."""
     if not curve.defined:
         return float("nan")
-    area = np.sum(np.diff(curve.fp) * (curve.tp[1:] + curve.tp[:-1])) / 2.0
+    area = _sums_of(curve)[0] / 2.0
     return float(area / (curve.n_pos * curve.n_neg))
 
 
@@ -186,8 +236,7 @@ def average_precision_from_curve(curve: RankCurve) -> float:
     """Σ_j ΔTP_j / P · precision_j (sklearn's ``average_precision_score``); NaN without positives."""
     if curve.n_pos == 0:
         return float("nan")
-    tp, accepted = curve.tp[1:], (curve.tp + curve.fp)[1:]  # accepted ≥ 1 after the first point
-    return float(np.sum(np.diff(curve.tp) * (tp / accepted)) / curve.n_pos)
+    return float(_sums_of(curve)[1] / curve.n_pos)
 
 
 def roc_auc(y_true, scores, n_threads: int | None = None):
@@ -649,6 +698,45 @@ if HAVE_NUMBA:
         acc = np.zeros((1, 3))
         _add_ranking_rows(S, y_indptr, y_indices, keep, kept, 0, n, acc[0])
         return acc.sum(axis=0)
+
+
+if HAVE_NUMBA:
+
+    @njit(cache=True, nogil=True)
+    def top_k_hits(S, y_indptr, y_indices, columns, k, first, last):
+        """Σ_{i = first .. last − 1} |true_i ∩ top_k(i)|: the k highest of S[i, columns] (0 < k <
+        columns.size), ties to the lower index, against canonical CSR labels (no repeats, no zeros).
+
+        One scan per row keeps the best k so far, highest first, a new value entering only when
+        strictly above the k-th: an equal later value stays behind, so ties go to the lower index.
+        Whole numbers: blocks of rows add up the same in any order. Lets other threads run."""
+        best_value = np.empty(k, dtype=S.dtype)
+        best_column = np.empty(k, dtype=np.int64)
+        hits = 0
+        for i in range(first, last):
+            filled = 0
+            for c in range(columns.size):
+                value = S[i, columns[c]]
+                if filled < k:
+                    position = filled
+                    filled += 1
+                elif value > best_value[k - 1]:
+                    position = k - 1  # the k-th leaves
+                else:
+                    continue
+                while position > 0 and best_value[position - 1] < value:
+                    best_value[position] = best_value[position - 1]
+                    best_column[position] = best_column[position - 1]
+                    position -= 1
+                best_value[position] = value
+                best_column[position] = columns[c]
+            for q in range(y_indptr[i], y_indptr[i + 1]):
+                label = y_indices[q]
+                for position in range(k):
+                    if best_column[position] == label:
+                        hits += 1
+                        break
+        return hits
 
 
 RANKING_BLOCK_ROWS = 256  # rows per block of the numpy path (its temporaries are b × K × K)

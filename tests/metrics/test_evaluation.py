@@ -103,6 +103,37 @@ def test_precision_at_k_equals_a_stable_sort_in_row_blocks(scored, k, monkeypatc
     assert precision_at_k(sp.csc_matrix(Y), scores, k) == pytest.approx(expected, abs=1e-15)
 
 
+@pytest.mark.parametrize("k, columns", [(1, None), (2, None), (3, [0, 2, 4, 5]), (5, None)])
+def test_precision_hits_compiled_scan_is_numpys_partition(monkeypatch, k, columns):
+    """The compiled scan that keeps each row's k best (ties to the lower index) counts the hits of
+    numpy's partition per block: with ties, ±inf scores, float32, and labels given with repeats and
+    explicit zeros (a repeat is one label, a stored 0 none)."""
+    from mlnb.metrics import evaluation
+
+    if not evaluation.HAVE_NUMBA:
+        pytest.skip("numba is not installed: numpy's partition is the only way")
+    rng = np.random.default_rng(11)
+    n, K = 4000, 6
+    S = np.round(rng.normal(size=(n, K)), 1).astype(np.float32)
+    S[rng.random((n, K)) < 0.05] = np.inf
+    S[rng.random((n, K)) < 0.05] = -np.inf
+    Y = (rng.random((n, K)) < 0.3).astype(np.int8)
+    indices, data, indptr = [], [], [0]
+    for i in range(n):
+        labels = np.flatnonzero(Y[i]).tolist()
+        extra = labels[:1] if i % 3 == 0 else []  # a label stored again as 0: 1 + 0, still one label
+        zero = [j for j in range(K) if Y[i, j] == 0][:1] if i % 5 == 0 else []  # a stored 0: none
+        indices += labels + extra + zero
+        data += [1] * len(labels) + [0] * len(extra) + [0] * len(zero)
+        indptr.append(len(indices))
+    messy = sp.csr_matrix((np.array(data, np.int8), np.array(indices), np.array(indptr)), shape=(n, K))
+    assert not messy.has_canonical_format
+    compiled = evaluation.precision_hits(messy, S, k, columns, 1)
+    assert evaluation.precision_hits(Y, S, k, columns, 3) == compiled
+    monkeypatch.setattr(evaluation, "HAVE_NUMBA", False)
+    assert evaluation.precision_hits(Y, S, k, columns, 1) == compiled
+
+
 @pytest.mark.parametrize("columns", [None, [0, 2, 3]])
 def test_pooled_rank_metrics_are_the_same_bits_from_sorted_runs_on_any_number_of_threads(monkeypatch, columns):
     """The negatives sorted as several runs at once (one per thread) and each positive's counts summed
