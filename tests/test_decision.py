@@ -123,6 +123,39 @@ def test_fixed_needs_no_validation_data():
     assert with_val.validation_metric[0] == pytest.approx(6 / 8)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_compiled_cut_is_numpys_on_any_number_of_threads(monkeypatch, dtype):
+    """[S ≥ t] counted and written per row on every thread: the CSR of numpy's blocks, index for index,
+    with ties at the cut, ±inf scores and cuts, and a float32 score against a float64 cut that
+    float32 cannot hold (compared in float64, as numpy compares them)."""
+    import numba
+
+    from mlnb import decision
+
+    rng = np.random.default_rng(2)
+    S = np.round(rng.normal(size=(30_000, 7)), 1).astype(dtype)
+    S[rng.random(S.shape) < 0.02] = np.inf
+    S[rng.random(S.shape) < 0.02] = -np.inf
+    S[:, 6] = np.float32(0.1)
+    # just above float32(0.1) in float64, float32(0.1) again in float32: rejected only in float64
+    cuts = np.array([0.0, 0.3, -np.inf, np.inf, 1.0, -0.5, np.nextafter(float(np.float32(0.1)), 1.0)])
+    before = numba.get_num_threads()
+    try:
+        compiled = []
+        for threads in sorted({1, before}):
+            numba.set_num_threads(threads)
+            compiled.append(decision._at_or_above(S, cuts))
+    finally:
+        numba.set_num_threads(before)
+    monkeypatch.setattr(decision, "HAVE_NUMBA", False)
+    blocks = decision._at_or_above(S, cuts)
+    for D in compiled:
+        for field in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(D, field), getattr(blocks, field))
+            assert getattr(D, field).dtype == getattr(blocks, field).dtype
+    assert blocks[:, 6].sum() == 0 and 0 < blocks.nnz < S.size
+
+
 def test_pcut_counts_and_ties_by_document_index():
     prevalence = np.array([0.5, 0.25, 0.125, 0.0])
     rule = fit_decision_rule("pcut", train_prevalence=prevalence)
