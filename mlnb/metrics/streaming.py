@@ -652,8 +652,11 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
             count_column(*mine, micro_grid, z, positions)
         return result
 
-    with ThreadPoolExecutor(max_workers=worker_threads(n_threads)) as pool:  # numba's thread count, as ``evaluate``
+    pool = ThreadPoolExecutor(max_workers=worker_threads(n_threads))  # numba's thread count, as ``evaluate``
+    try:
         ranked = list(progress.track(pool.map(work, range(K)), total=K, description="ROC / lift per category"))
+    finally:  # an error or an interrupt: the columns not started are not read first
+        pool.shutdown(wait=True, cancel_futures=True)
     pos, neg = np.zeros(micro_bins + 2, np.int64), np.zeros(micro_bins + 2, np.int64)
     for thread_pos, thread_neg in histograms.values():
         pos += thread_pos

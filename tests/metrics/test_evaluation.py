@@ -174,3 +174,32 @@ def test_precision_at_k_is_the_same_on_any_number_of_threads(k, columns):
     direct = sum(Y[i, kept[np.argsort(-S[i, kept], kind="stable")[:k]]].sum() for i in range(n))
     assert one == direct
     assert precision_at_k(Y, S, k, columns, n_threads=2) == one / (n * k)
+
+
+def test_an_error_in_the_calling_thread_drops_the_categories_not_started(monkeypatch):
+    """evaluate() on two threads queues every category's ranks at once; when the calling thread fails
+    (or is interrupted) meanwhile, the error comes back without waiting for the queued ones to run."""
+    import time
+
+    from mlnb.metrics import evaluation
+
+    rng = np.random.default_rng(0)
+    K = 400
+    Y = (rng.random((500, K)) < 0.1).astype(np.int8)
+    S = rng.normal(size=Y.shape)
+    ran = []
+    rank_part = evaluation._rank_part
+
+    def slow_rank_part(*args):
+        ran.append(1)
+        time.sleep(0.005)  # 400 of them: a second on two threads
+        return rank_part(*args)
+
+    def failing(*args, **kwargs):
+        raise MlnbError("failed in the calling thread")
+
+    monkeypatch.setattr(evaluation, "_rank_part", slow_rank_part)
+    monkeypatch.setattr(evaluation, "label_ranking_metrics", failing)
+    with pytest.raises(MlnbError, match="failed in the calling thread"):
+        evaluation.evaluate(Y, S, n_threads=2)
+    assert len(ran) < K // 2
