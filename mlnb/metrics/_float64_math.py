@@ -29,22 +29,12 @@ import numpy as np
 from mlnb._numba import HAVE_NUMBA, njit
 
 if HAVE_NUMBA:
-    from llvmlite import ir
-    from numba import types
-    from numba.core.extending import intrinsic
-
-    @intrinsic
-    def _float64_from_bits(typingctx, bits):
-        """The float64 whose IEEE bits are the int64 ``bits`` (a register move: vectorises)."""
-        signature = types.float64(types.int64)
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.DoubleType())
-
-        return signature, codegen
+    from mlnb._float_bits import FLAGS as _FLAGS
+    from mlnb._float_bits import float64_from_bits as _float64_from_bits
+    from mlnb._float_bits import horner as _horner
 
     _LOG2E = 1.4426950408889634
-    #: ln 2 = _LN2_HI + _LN2_LO, _LN2_HI with 32 trailing zero bits so that n·_LN2_HI is exact for |n| < 2²⁰
+    #: ln 2 = _LN2_HI + _LN2_LO (fdlibm's), _LN2_HI with 32 significant bits: n·_LN2_HI is exact for |n| < 2²¹
     _LN2_HI = 6.93147180369123816490e-01
     _LN2_LO = 1.90821492927058770002e-10
     _LN2 = 0.6931471805599453
@@ -54,18 +44,6 @@ if HAVE_NUMBA:
     #: 1/(2k + 1) for k = 11 … 1: the atanh series after its first term, in s², highest power first
     _ATANH_Q = tuple(1.0 / (2 * k + 1) for k in range(11, 0, -1))
     _SQRT2_M1 = 0.41421356237309503  # √2 − 1
-
-    #: see mlnb._numba.IEEE: no 'reassoc' (it would fold the two-part reduction), no 'contract' (a lane
-    #: and the scalar remainder must agree); no 'nnan' or 'ninf', so that NaN and ±inf keep their meaning
-    _FLAGS = {"nsz"}
-
-    @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
-    def _horner(x, coefficients):
-        """c₀·xⁿ + c₁·xⁿ⁻¹ + … + cₙ (coefficients highest power first), by Horner's rule."""
-        p = coefficients[0]
-        for c in coefficients[1:]:
-            p = p * x + c
-        return p
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def exp_nonpositive(x):

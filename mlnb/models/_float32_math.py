@@ -25,19 +25,9 @@ import numpy as np
 from mlnb._numba import HAVE_NUMBA, njit
 
 if HAVE_NUMBA:
-    from llvmlite import ir
-    from numba import types
-    from numba.core.extending import intrinsic
-
-    @intrinsic
-    def _float32_from_bits(typingctx, bits):
-        """The float32 whose IEEE bits are the int32 ``bits`` (a register move: vectorises)."""
-        signature = types.float32(types.int32)
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.FloatType())
-
-        return signature, codegen
+    from mlnb._float_bits import FLAGS as _FLAGS
+    from mlnb._float_bits import float32_from_bits as _float32_from_bits
+    from mlnb._float_bits import horner as _horner
 
     _LOG2E = np.float32(1.44269504088896341)
     _LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
@@ -47,20 +37,6 @@ if HAVE_NUMBA:
               np.float32(4.1665795894e-2), np.float32(1.6666665459e-1), np.float32(5.0000001201e-1))
     #: 1 / (2k + 1) for k = 7 … 0: the atanh series in s², highest power first
     _ATANH_Q = tuple(np.float32(1.0 / (2 * k + 1)) for k in range(7, -1, -1))
-
-    #: IEEE arithmetic: no 'reassoc', which would fold x − n·ln2_hi − n·ln2_lo into x − n·ln 2 and
-    #: lose the exact reduction (measured: 4.5 ulp at x ≈ −86 instead of ≤ 1); no 'contract' or
-    #: 'arcp', so that a vector lane and the scalar remainder give the same bits (see
-    #: mlnb._numba.IEEE); no 'nnan' or 'ninf', so that NaN stays NaN
-    _FLAGS = {"nsz"}
-
-    @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
-    def _horner(x, coefficients):
-        """c₀·xⁿ + c₁·xⁿ⁻¹ + … + cₙ (coefficients highest power first), by Horner's rule."""
-        p = coefficients[0]
-        for c in coefficients[1:]:
-            p = p * x + c
-        return p
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def exp_nonpositive(x):
