@@ -19,25 +19,21 @@ if HAVE_NUMBA:
     from numba import types
     from numba.core.extending import intrinsic
 
-    @intrinsic
-    def float32_from_bits(typingctx, bits):
-        """The float32 whose IEEE bits are the int32 ``bits`` (a register move: vectorises)."""
-        signature = types.float32(types.int32)
+    def _from_bits(float_type, int_type, ir_float):
+        """An intrinsic: the ``float_type`` whose IEEE bits are the ``int_type`` argument (a register
+        move: vectorises)."""
 
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.FloatType())
+        @intrinsic
+        def from_bits(typingctx, bits):
+            def codegen(context, builder, sig, args):
+                return builder.bitcast(args[0], ir_float)
 
-        return signature, codegen
+            return float_type(int_type), codegen
 
-    @intrinsic
-    def float64_from_bits(typingctx, bits):
-        """The float64 whose IEEE bits are the int64 ``bits`` (a register move: vectorises)."""
-        signature = types.float64(types.int64)
+        return from_bits
 
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.DoubleType())
-
-        return signature, codegen
+    float32_from_bits = _from_bits(types.float32, types.int32, ir.FloatType())
+    float64_from_bits = _from_bits(types.float64, types.int64, ir.DoubleType())
 
     @njit(cache=True, fastmath=FLAGS, error_model="numpy")
     def horner(x, coefficients):
