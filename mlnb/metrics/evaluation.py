@@ -302,7 +302,9 @@ def precision_hits(Y_true, scores: np.ndarray, k: int, columns=None, n_threads: 
     ``PRECISION_BLOCK_ROWS`` rows, so that numpy's temporaries stay those of one thread's block; the
     hits are whole numbers, the same in any order."""
     n, K = scores.shape
-    columns = np.arange(K) if columns is None else np.asarray(columns, dtype=np.int64)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise MlnbError(f"precision_at_k: k must be a positive integer, got {k!r}")
+    columns = np.arange(K) if columns is None else _ranked_columns(columns, K)
     K = columns.size
     if n == 0 or K == 0:
         return 0
@@ -339,6 +341,19 @@ def precision_hits(Y_true, scores: np.ndarray, k: int, columns=None, n_threads: 
         return sum(block_hits(start) for start in starts)
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return sum(pool.map(block_hits, starts))
+
+
+def _ranked_columns(columns, K: int) -> np.ndarray:
+    """``columns`` as int64 category indices, increasing, each in 0..K − 1; one MlnbError line otherwise
+    (the compiled scan reads the scores at them unchecked)."""
+    values = np.asarray(columns)
+    if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+        raise MlnbError(f"precision_at_k: columns must be a list of category indices, got {columns!r}")
+    values = values.astype(np.int64)
+    if values.size and (values[0] < 0 or values[-1] >= K or np.any(np.diff(values) <= 0)):
+        raise MlnbError(f"precision_at_k: columns must be increasing category indices in 0..{K - 1}, got "
+                        f"{values.tolist()[:10]}")
+    return values
 
 
 def caller_exclusions(exclude, K: int) -> dict[int, str]:

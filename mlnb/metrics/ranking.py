@@ -215,6 +215,8 @@ def _sums_of(curve: RankCurve) -> tuple[int, float]:
     if curve.sums is not None:
         return curve.sums
     tp, fp = np.asarray(curve.tp, dtype=np.int64), np.asarray(curve.fp, dtype=np.int64)
+    if tp.ndim != 1 or tp.shape != fp.shape:
+        raise MlnbError(f"a rank curve needs tp and fp of one length, got shapes {tp.shape} and {fp.shape}")
     if HAVE_NUMBA:
         twice_area, precision_sum = _curve_sums(tp, fp)
         return int(twice_area), float(precision_sum)

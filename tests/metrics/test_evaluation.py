@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from mlnb.errors import MlnbError
 from mlnb.metrics import evaluate, precision_at_k
+from mlnb.metrics.ranking import auc_from_curve
 
 
 @pytest.fixture
@@ -203,3 +204,30 @@ def test_an_error_in_the_calling_thread_drops_the_categories_not_started(monkeyp
     with pytest.raises(MlnbError, match="failed in the calling thread"):
         evaluation.evaluate(Y, S, n_threads=2)
     assert len(ran) < K // 2
+
+
+@pytest.mark.parametrize("k, columns, message", [
+    (0, None, "k must be a positive integer, got 0"),
+    (True, None, "k must be a positive integer, got True"),
+    (1.5, None, "k must be a positive integer, got 1.5"),
+    (2, [0, 7], r"columns must be increasing category indices in 0..3, got \[0, 7\]"),
+    (2, [-1, 2], r"in 0..3, got \[-1, 2\]"),
+    (2, [2, 1], r"in 0..3, got \[2, 1\]"),
+    (2, [1, 1], r"in 0..3, got \[1, 1\]"),
+    (2, [0.5, 1], "columns must be a list of category indices"),
+])
+def test_precision_at_k_refuses_what_its_compiled_scan_cannot_read(k, columns, message):
+    """The scan reads the scores at the columns unchecked: a bad k or column is one MlnbError line,
+    never a read outside the array (a k of 0 or a column of 7 crashed the process before)."""
+    Y = np.eye(4, dtype=np.int8)
+    S = np.arange(16, dtype=np.float64).reshape(4, 4)
+    with pytest.raises(MlnbError, match=message):
+        precision_at_k(Y, S, k, columns)
+
+
+def test_a_rank_curve_made_by_hand_needs_tp_and_fp_of_one_length():
+    from mlnb.metrics.ranking import RankCurve
+
+    curve = RankCurve(thresholds=np.array([np.inf, 1.0]), tp=np.array([0, 1]), fp=np.array([0]), n_pos=1, n_neg=1)
+    with pytest.raises(MlnbError, match="tp and fp of one length"):
+        auc_from_curve(curve)
