@@ -13,10 +13,11 @@ numba kernel reads the (n × K) scores once, row by row, in parallel over
 blocks of rows, marking each document's few labels (Y is sparse) before
 its row; one exponential per pair, e = e^(−|u|), gives both p (1/(1 + e) or
 e/(1 + e)) and softplus(±u) = max(±u, 0) + log1p(e). exp and log1p are
-``_float64_math``'s (within 1 and 2.2 ulps), computed for a whole row
-in vector lanes before the row is added up: 58 → 36 ms for 50k × 103 on one thread
-(the C library's, one call per pair, as before). Sums are float64. Without numba, the same sums come from the matrix functions of
-``mlnb.metrics.classification`` (which the tests check against scikit-learn).
+``_float64_math``'s (within 1 and 2.2 ulps), computed for a whole row in vector
+lanes before the row is added up: 58 ms with the C library's (a call per pair) →
+36 ms for 50k × 103 on one thread. Sums are float64. Without numba, the same sums
+come from the matrix functions of ``mlnb.metrics.classification`` (which the tests
+check against scikit-learn).
 
 ``decision_counts`` gives predicted_k and tp_k of a decision matrix made
 elsewhere (sparse or dense 0/1), from sparse products or blocks of rows, so

@@ -27,7 +27,8 @@ points by straight segments: the expected curve under random tie-breaking.
       AP = Σ_j (TP_j − TP_{j−1}) / P · TP_j / (TP_j + FP_j)
 
   — each positive takes the precision at its own score, tied documents
-  entering together.
+  entering together; the terms are added in order by a compensated (Neumaier)
+  sum, within an ulp of the exactly rounded one.
 
 Example-based ranking metrics (``label_ranking_metrics``) rank the K
 categories of each document i by its scores s_i, with true set T_i (n_i = |T_i|):
@@ -101,7 +102,8 @@ def rank_curve(y_true, scores) -> RankCurve:
     distinct thresholds and how many documents score ≥ each, and sort the positives' scores alone;
     then one walk down both (``_fill_curve``, compiled, and letting other threads run: ``evaluate``
     ranks categories on a thread pool) counts the positives ≥ each threshold, the negatives being the
-    rest. Without numba the same counts come from ``np.searchsorted``.
+    rest, and adds up the curve's AUC and AP terms on its way (``RankCurve.sums``). Without numba the
+    same counts come from ``np.searchsorted``.
     """
     y = binary_labels(np.ravel(y_true), "y_true").astype(bool)
     s = score_array(scores, "scores").ravel()  # float32/float64 without NaN (``_inputs``)
@@ -700,9 +702,6 @@ if HAVE_NUMBA:
         acc = np.zeros((1, 3))
         _add_ranking_rows(S, y_indptr, y_indices, keep, kept, 0, n, acc[0])
         return acc.sum(axis=0)
-
-
-if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def top_k_hits(S, y_indptr, y_indices, columns, k, first, last):
