@@ -130,10 +130,12 @@ def _signals_as_interrupts():
         yield
         return
     watched = (signal.SIGINT, signal.SIGTERM)
+    interrupted = []  # the signal numbers handled so far
 
     def handler(signum, frame):
         for number in watched:
             signal.signal(number, signal.SIG_IGN)
+        interrupted.append(signum)
         raise Interrupted(signum)
 
     def swallowed(report):
@@ -142,10 +144,16 @@ def _signals_as_interrupts():
         # __del__, a weakref callback), the Interrupted it raises is printed and dropped, and the run would go on
         # to the end with both signals ignored. Armed again and sent again from a helper thread, the signal is
         # handled at a later bytecode; it is sent as often as it is dropped, until it lands in ordinary code.
-        if not isinstance(report.exc_value, Interrupted) or threading.current_thread() is not threading.main_thread():
-            return unraisable_before(report)  # (the handler runs, and raises, in the main thread only)
-        signal.signal(report.exc_value.signum, handler)
-        threading.Thread(target=_send_again, args=(report.exc_value.signum,), daemon=True).start()
+        if isinstance(report.exc_value, Interrupted) and threading.current_thread() is threading.main_thread():
+            signal.signal(report.exc_value.signum, handler)
+            threading.Thread(target=_send_again, args=(report.exc_value.signum,), daemon=True).start()
+            return None
+        if interrupted:
+            # the aftermath of an Interrupted raised inside a finalizer: an object it cut short fails when it
+            # is finalised again (a CI run printed llvmlite's ObjectRef.__del__ failing on the _as_parameter_
+            # that the interrupted close() had already deleted). The command ends with its one line anyway.
+            return None
+        return unraisable_before(report)  # (the handler runs, and raises, in the main thread only)
 
     previous = {number: signal.getsignal(number) for number in watched}
     unraisable_before = sys.unraisablehook
@@ -155,6 +163,8 @@ def _signals_as_interrupts():
     try:
         yield
     finally:
+        if interrupted:  # finalise what the interrupt left behind now, while its failures stay quiet
+            gc.collect()
         sys.unraisablehook = unraisable_before
         # blocked while they are given back: a signal between two of these calls would run ``handler``, which
         # leaves both ignored (and a process that ignores SIGINT passes that on to every child it starts); held
