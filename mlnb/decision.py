@@ -329,7 +329,9 @@ def _at_or_above(S: np.ndarray, cuts: np.ndarray) -> sp.csr_matrix:
     every thread (156k × 103 on 2 threads: 37 → ~6 ms); else a block of rows at a time. The same CSR
     either way (the comparison in the common type of S and t, as numpy's)."""
     n, K = S.shape
-    if not HAVE_NUMBA or n * K < PARALLEL_CUT_ELEMENTS:
+    compiled = HAVE_NUMBA and n * K >= PARALLEL_CUT_ELEMENTS and S.dtype in (np.float32, np.float64) \
+        and S.dtype.isnative  # (other scores, e.g. big-endian or integer ones, take numpy's comparison)
+    if not compiled:
         return _csr_from_masks((S[a:b] >= cuts for a, b in _row_blocks(n, K)), S.shape)
     S = np.ascontiguousarray(S)
     cuts = np.ascontiguousarray(cuts, dtype=np.result_type(S.dtype, np.asarray(cuts).dtype))

@@ -315,3 +315,14 @@ def test_bad_validation_inputs():
     bad[4, 2] = np.nan
     with pytest.raises(MlnbError, match=r"scores_val: 1 row\(s\) contain NaN \(first: row 4\)"):
         fit_decision_rule("scut", bad, Y_VAL)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8", np.int64, np.float16, bool])
+def test_scores_the_compiled_cut_cannot_take_get_numpys(dtype):
+    """Big-endian, integer, half-precision or boolean scores above the compiled cut's size: numpy's
+    comparison, the same decisions as the native float64 scores give (no error from the compiler)."""
+    S = np.round(np.random.default_rng(4).normal(size=(2000, 50)) * 3)
+    rule = fit_decision_rule("fixed", None, None, threshold=0.5)
+    expected = rule.decide(S if dtype is not bool else S > 0)
+    got = rule.decide(S.astype(dtype))
+    assert (got != expected).nnz == 0

@@ -309,7 +309,7 @@ def precision_hits(Y_true, scores: np.ndarray, k: int, columns=None, n_threads: 
     if n == 0 or K == 0:
         return 0
     every = K == scores.shape[1]
-    if HAVE_NUMBA and k < K:
+    if HAVE_NUMBA and k < K and scores.dtype in (np.float32, np.float64) and scores.dtype.isnative:
         Y = sp.csr_matrix(Y_true, copy=True)  # canonical (no repeats, no zeros) for the kernel
         Y.sum_duplicates()
         Y.eliminate_zeros()
