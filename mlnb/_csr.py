@@ -14,6 +14,9 @@ copies were part of the 0.39 s that an LR pass spent outside its parallel region
 
 ``stack_rows``: ``sp.vstack`` of CSR row blocks, a block per thread (scipy's one-core copy was a
 quarter of the synthetic corpus's generation).
+
+``at_or_above``: the CSR structure of [S_ik ≥ t_k] of dense scores, each row's accepted columns
+counted and then written, rows on every thread (a decision rule's cut, the bootstrap's decisions).
 """
 
 from __future__ import annotations
@@ -95,6 +98,41 @@ if HAVE_NUMBA:
                 indptr[r + i + 1] = q + block_indptr[i + 1]
             data[q:q + datas[b].size] = datas[b]
             indices[q:q + indices_list[b].size] = indices_list[b]
+
+
+    @njit(parallel=True, cache=True)
+    def _at_or_above(S, cuts, indptr, indices):
+        """With ``indices`` empty: indptr[i + 1] = #{k: S_ik ≥ t_k}; else (indptr cumulated) each row's
+        columns, ascending, at indices[indptr[i]:indptr[i + 1]]; rows on every thread."""
+        n, K = S.shape
+        if indices.size == 0:
+            for i in prange(n):
+                c = 0
+                for k in range(K):
+                    if S[i, k] >= cuts[k]:
+                        c += 1
+                indptr[i + 1] = c
+            return
+        for i in prange(n):
+            q = indptr[i]
+            for k in range(K):
+                if S[i, k] >= cuts[k]:
+                    indices[q] = k
+                    q += 1
+
+
+def at_or_above(S: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr int64 (n + 1,), indices (nnz,)) of [S_ik ≥ t_k] for dense native float scores S (n × K)
+    and cuts t (K,), compared as numba compares their types (float32 against float64 in float64, as
+    numpy does); indices int32 where nnz and K allow, else int64. Numba required."""
+    n, K = S.shape
+    S = np.ascontiguousarray(S)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    _at_or_above(S, cuts, indptr, np.empty(0, dtype=np.int32))
+    np.cumsum(indptr, out=indptr)
+    indices = np.empty(int(indptr[-1]), dtype=np.int32 if max(int(indptr[-1]), K) <= _INT32_MAX else np.int64)
+    _at_or_above(S, cuts, indptr, indices)
+    return indptr, indices
 
 
 def column_counts(indices: np.ndarray, V: int) -> np.ndarray:

@@ -91,6 +91,7 @@ import scipy.sparse as sp
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from mlnb._csr import at_or_above
 from mlnb._numba import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
@@ -418,39 +419,12 @@ if HAVE_NUMBA:
                     rows[i] = n + position[doc[i]]
 
 
-    @njit(parallel=True, cache=True)
-    def _at_or_above(scores, cut, indptr, indices):
-        """The CSR structure of [scores ≥ cut]: with indptr[i + 1] zero, each row's count, then (indptr
-        cumulated) each row's columns in order; in parallel over rows."""
-        n, K = scores.shape
-        if indices.size == 0:
-            for i in prange(n):
-                c = 0
-                for k in range(K):
-                    if scores[i, k] >= cut:
-                        c += 1
-                indptr[i + 1] = c
-            return
-        for i in prange(n):
-            q = indptr[i]
-            for k in range(K):
-                if scores[i, k] >= cut:
-                    indices[q] = k
-                    q += 1
-
-
 def _threshold_matrix_compiled(scores: np.ndarray, threshold: float) -> sp.csr_matrix:
     """``_decision_matrix``'s [scores ≥ logit(threshold)], the same matrix, built in parallel; the
     cut in the scores' type, as numpy compares an array with a Python float."""
     n, K = scores.shape
-    cut = scores.dtype.type(logit(threshold))
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    _at_or_above(scores, cut, indptr, np.empty(0, dtype=np.int32))
-    np.cumsum(indptr, out=indptr)
-    index = np.int32 if max(indptr[-1], K) < 2 ** 31 else np.int64
-    indices = np.empty(indptr[-1], dtype=index)
-    _at_or_above(scores, cut, indptr, indices)
-    return sp.csr_matrix((np.ones(indices.size), indices, indptr.astype(index)), shape=(n, K))
+    indptr, indices = at_or_above(scores, np.full(K, logit(threshold), dtype=scores.dtype))
+    return sp.csr_matrix((np.ones(indices.size), indices, indptr.astype(indices.dtype)), shape=(n, K))
 
 
 def _stacked_counts_compiled(idx: np.ndarray, positive_bits, first_positive: np.ndarray,
