@@ -45,8 +45,7 @@ import time
 import numpy as np
 
 from mlnb._numba import IEEE, njit, prange
-from mlnb.models._glm_kernels import (PREFETCH_AHEAD, NumbaKernel, _block_rows, _documents_region,
-                                      _forward_row, _prefetch_row, _update_row, _words_region)
+from mlnb.models._glm_kernels import PREFETCH_AHEAD, _forward_row, _prefetch_row, _update_row
 
 TARGET_RATIO = 1.5
 
@@ -93,8 +92,8 @@ def _update_alone(words, W, S, G, lrate, n_threads):
             if c + PREFETCH_AHEAD < n:
                 _prefetch_row(W, words[c + PREFETCH_AHEAD])
                 _prefetch_row(S, words[c + PREFETCH_AHEAD])
-            _update_row(W, S, G[worker, c % G.shape[1]], alpha, words[c], lrate, _STEP, True, True,
-                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None)
+            _update_row(W, S, G[worker, c % G.shape[1]], alpha, words[c], lrate, _STEP, True, False, True, True,
+                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None, None)
 
 
 @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
@@ -173,72 +172,59 @@ def _forward_alone(indptr, indices, data, W, b, D, n_threads):
     share = (m + n_threads - 1) // n_threads
     for worker in prange(n_threads):
         for i in range(worker * share, min(m, (worker + 1) * share)):
-            _forward_row(indptr, indices, data, i, W, b, None, D)
+            _forward_row(indptr, indices, data, i, W, b, None, D, None)
 
 
 def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3, l2: float | None = None) -> dict:
     """Minimum seconds over ``repeats`` of the bare forward product over every minibatch of the seeded
-    pass, and of each parallel region of the engine's own pass (``NumbaKernel.step``'s sequence: the
-    row cuts and region 0's catch-up of the rows read, region 1 the documents, region 2 the words and
-    their update, then the bias and the end-of-pass flush), each region's time summed over the pass
-    (the engine's own minibatch source and updater, from W = S = 0, the default L2 or ``l2``; with
-    l2 = 0 the engine makes no cuts first and has no region 0)."""
+    pass, and of each parallel region of the engine's own one-pass fit (``LogisticRegression(npasses=1)``
+    with the default updater and L2, or ``l2``): region 0 (the row cuts and the catch-up of the rows
+    read; only with a per-coordinate regularised updater), region 1 (the documents), region 2 (the
+    words and their update), and the bias and the end-of-pass flush, each timed around the kernel's own
+    calls (``NumbaKernel.step`` is the sequence; nothing here repeats it) and summed over the pass."""
     import numba
 
-    from mlnb.models._glm_kernels import _catch_up_region, _cut_rows, _update_bias
+    import mlnb.models._glm_kernels as kernels
     from mlnb.models.logistic import LogisticRegression
-    from mlnb.models.minibatch import InMemorySource, Updater
+    from mlnb.models.minibatch import InMemorySource
 
-    V, K = X.shape[1], Y.shape[1]
     threads = numba.get_num_threads()
     batches = list(InMemorySource(X, Y, batch_size).minibatches(np.random.default_rng(seed)))
-    defaults = LogisticRegression() if l2 is None else LogisticRegression(l2=l2)
-    regularised = defaults.l1 != 0 or defaults.l2 != 0
-    times = {"forward product": [], "cuts + region 0 (catch-up)": [], "region 1 (documents)": [],
-             "region 2 (words, update)": [], "bias + flush": []}
-    for _ in range(repeats):  # the first round may include compiling: the minimum counts
-        updater = Updater(defaults.updater, np.full(K, defaults.lrate), defaults.texp, defaults.vexp,
-                          defaults.epsilon, defaults.l1, defaults.l2, V, K)
-        kernel = NumbaKernel(V, K, word_counts=np.bincount(X.indices, minlength=V), fresh=True)
-        W, b = np.zeros((V, K), dtype=np.float32), np.full(K, -3.0, dtype=np.float32)
-        spent = dict.fromkeys(times, 0.0)
-        started = time.perf_counter()
-        for X_B, _ in batches:
-            kernel._grow(X_B.shape[0], threads)
-            _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, kernel.D[:X_B.shape[0]], threads)
-        spent["forward product"] = time.perf_counter() - started
-        for X_B, Y_B in batches:
-            m = X_B.shape[0]
-            kernel._grow(m, threads)
-            tau, before = updater.advance()
-            D, losses, cuts = kernel.D[:m], kernel.losses[:m], kernel.cuts[:, :m]
+    regions = {"_catch_up_region": "region 0 (cuts, catch-up)", "_documents_region": "region 1 (documents)",
+               "_words_region": "region 2 (words, update)", "_update_bias": "bias + flush",
+               "_flush_region": "bias + flush"}
+    times = {"forward product": []} | {name: [] for name in dict.fromkeys(regions.values())}
+    spent: dict = {}
+    originals = {name: getattr(kernels, name) for name in regions}
+
+    def timed(name, function):
+        def call(*args):
             started = time.perf_counter()
-            if regularised:
-                _cut_rows(X_B.indptr, X_B.indices, kernel.first_words, cuts)
-                _catch_up_region(X_B.indices, kernel.first_words, cuts, W, updater.S, updater.T_last, before,
-                                 updater.lrate, updater.adagrad, updater.vexp, updater.epsilon, updater.l1,
-                                 updater.l2, kernel.counters, threads, kernel.terms)
-            middle = time.perf_counter()
-            _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, None, False, D,
-                              losses, kernel.first_words, cuts, not regularised, kernel.counters, threads,
-                              kernel.docs_per_piece, kernel.terms)
-            kernel._grow_blocks(threads, _block_rows(cuts, kernel.first_words, V))
-            after = time.perf_counter()
-            _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, kernel.G, kernel.slot, kernel.touched,
-                          updater.lrate, tau, updater.T, updater.T_last, updater.adagrad, updater.vexp,
-                          updater.epsilon, updater.l1, updater.l2, None, kernel.counters, threads,
-                          W.view(np.uint32), kernel.overflowed, kernel.terms, kernel.stepped)
-            done = time.perf_counter()
-            _update_bias(b, updater.Sb, D, updater.lrate, tau, updater.adagrad, updater.vexp, updater.epsilon)
-            spent["cuts + region 0 (catch-up)"] += middle - started
-            spent["region 1 (documents)"] += after - middle
-            spent["region 2 (words, update)"] += done - after
-            spent["bias + flush"] += time.perf_counter() - done
-        started = time.perf_counter()
-        kernel.flush(W, updater)
-        spent["bias + flush"] += time.perf_counter() - started
-        for name, seconds in spent.items():
-            times[name].append(seconds)
+            result = function(*args)
+            spent[regions[name]] = spent.get(regions[name], 0.0) + time.perf_counter() - started
+            return result
+        return call
+
+    K = Y.shape[1]
+    W, b = np.zeros((X.shape[1], K), dtype=np.float32), np.full(K, -3.0, dtype=np.float32)
+    D = np.zeros((batch_size, K), dtype=np.float32)
+    settings = {} if l2 is None else {"l2": l2}
+    try:
+        for name, function in originals.items():
+            setattr(kernels, name, timed(name, function))
+        for _ in range(repeats):  # the first round may include compiling: the minimum counts
+            started = time.perf_counter()
+            for X_B, _ in batches:
+                _forward_alone(X_B.indptr, X_B.indices, X_B.data, W, b, D[:X_B.shape[0]], threads)
+            times["forward product"].append(time.perf_counter() - started)
+            spent.clear()
+            LogisticRegression(npasses=1, batch_size=batch_size, random_state=seed, **settings).fit(X, Y)
+            for name in times:
+                if name != "forward product":
+                    times[name].append(spent.get(name, 0.0))
+    finally:
+        for name, function in originals.items():
+            setattr(kernels, name, function)
     return {name: min(values) for name, values in times.items()}
 
 

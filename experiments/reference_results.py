@@ -67,9 +67,9 @@ def run_corpus(config_name: str) -> pd.DataFrame:
         alpha = best_alpha(event_model, X, Y, config.seed, nb_options.binarize)
         models.append((f"NB {event_model} (alpha {alpha:g})",
                        NaiveBayes(event_model=event_model, alpha=alpha, binarize=nb_options.binarize)))
-    models.append((f"LR mlnb adagrad ({lr.npasses} passes)",
-                   LogisticRegression(lrate=lr.lrate, batch_size=lr.batch_size, npasses=lr.npasses,
-                                      l2=lr.l2, random_state=config.seed)))
+    models.append((f"LR mlnb {lr.updater} ({lr.npasses} passes)",
+                   LogisticRegression(updater=lr.updater, lrate=lr.lrate, batch_size=lr.batch_size,
+                                      npasses=lr.npasses, l2=lr.l2, random_state=config.seed)))
     models.append(("LinearSVC (C=1, sklearn OvR)", OneVsRestClassifier(LinearSVC(C=1.0))))
     rows = []
     for label, model in models:

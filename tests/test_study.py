@@ -121,13 +121,13 @@ def test_run_models_fits_what_a_wanted_model_starts_from(small_corpus):
     assert run.name == "lr" and run.scores.shape == small_corpus.Y_test.shape
     with pytest.raises(MlnbError, match="no enabled model 'svm' in the study"):
         run_models(config, X, Y, small_corpus.X_test, small_corpus.Y_test, wanted=["svm"], category_names=None)
-    assert run.label == "Logistic regression (adagrad, all categories, from nb)"
+    assert run.label == "Logistic regression (rowwise_adagrad, all categories, from nb)"
 
 
 def test_equal_labels_get_the_model_name():
     config = load_config(None, ["models.nb2.kind=naive_bayes"])
     assert mlnb.study.model_labels(config) == {"nb": "Naive Bayes (multinomial) [nb]",
-                                               "lr": "Logistic regression (adagrad, all categories)",
+                                               "lr": "Logistic regression (rowwise_adagrad, all categories)",
                                                "nb2": "Naive Bayes (multinomial) [nb2]"}
 
 

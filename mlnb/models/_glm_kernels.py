@@ -18,6 +18,7 @@ Step on minibatch B (m documents; t = step number from 1; lrate per category):
     G = X_Bᵀ·D / m                         on the rows of W that B touches (the loss's gradient)
     g_b = 1ᵀ·D / m
     adagrad:  S += G²;  α = lrate · t^(vexp−texp) / (S^vexp + ε)
+    rowwise:  S_j += mean_k G_jk²;  α_jk = lrate_k · t^(vexp−texp) / (S_j^vexp + ε)    (S is V × 1)
     sgd:                α = lrate · t^(−texp)
     W ← the regularised step (``_regularisation``): e^(−l2·α)·W − α·φ(l2·α)·G when l1 = 0
 
@@ -46,12 +47,14 @@ per-category rescaling of the features):
 and the update above applies to W′ (regularising W′). Without a scale (R = None) numba compiles a
 specialisation in which the ``R is None`` branches are pruned.
 
-The numba step: two parallel regions (three when regularised), claimed dynamically
+The numba step: two parallel regions (three when regularised per coordinate), claimed dynamically
 ---------------------------------------------------------------------------------
 On a busy machine a thread of a parallel region is regularly descheduled, and
 every region ends by waiting for all its threads. So a step enters only two
-regions (and, with l1 or l2 > 0, a region 0 before them: for each word block, the
-catch-up of the rows the minibatch touches; the cuts below are then made first, serially),
+regions (and, with l1 or l2 > 0, a region 0 before them: for each document, the cuts below
+and the catch-up of the rows it holds that are behind, each row caught up once, by the worker
+whose atomic exchange claims it; with row-wise AdaGrad and one learning rate, a row's catch-up
+is one factor, computed in region 1 and applied on the fly, and there is no region 0),
 and the threads of each claim their work in small pieces from a shared
 atomic counter, so that a late thread finds the work done by the others instead
 of holding half of it:
@@ -68,9 +71,10 @@ of holding half of it:
 
 Rows of W (and S, R) are read in the random order of the words: the kernels
 prefetch them a few non-zeros (or words) ahead, so that several are on their way
-from memory at once; this halves the time of the forward product. Region 0 first
-lists a block's rows that are behind, then catches them up with their rows prefetched
-a few ahead (0.28 → 0.15 s of a pass over 80k documents at 1 thread). The links use
+from memory at once; this halves the time of the forward product. Region 0 catches
+up the rows it claims a few claims later, their rows prefetched at the claim (listing
+rows and prefetching them took the catch-up from 0.28 to 0.15 s of a pass over 80k
+documents at 1 thread). The links use
 ``_float32_math``'s exp and log1p, plain arithmetic that runs 16 categories at a
 time, instead of one C library call per value (the sigmoid went from ~0.2 to
 ~0.07 s of a pass over 200k documents).
@@ -204,7 +208,7 @@ class ScipyKernel:
         if Rc is not None:
             G *= Rc
         if adagrad:
-            S_rows += G * G
+            S_rows += (G * G).sum(axis=1, keepdims=True) / np.float32(G.shape[1]) if updater.rowwise else G * G
             updater.S[cols] = S_rows
         alpha = step_sizes(S_rows if adagrad else np.zeros_like(G), lrate, adagrad, updater.vexp,
                            updater.epsilon) * np.float32(tau)  # (|cols|, K)
@@ -269,7 +273,7 @@ if HAVE_NUMBA:
 
     from mlnb._prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
-    from mlnb.models._regularisation import LINEAR_BELOW, regularised_row
+    from mlnb.models._regularisation import LINEAR_BELOW, regularised_row, regularised_row_uniform, uniform_step_terms
 
     @intrinsic
     def _claim(typingctx, counters, index):
@@ -284,6 +288,20 @@ if HAVE_NUMBA:
 
         return signature, codegen
 
+    @intrinsic
+    def _exchange(typingctx, marks, index, value):
+        """marks[index] = value atomically; returns the value before (another value: this caller was first)."""
+        signature = types.int64(marks, index, value)
+
+        def codegen(context, builder, sig, args):
+            array_type = sig.args[0]
+            array = context.make_array(array_type)(context, builder, args[0])
+            pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
+            value = context.cast(builder, args[2], sig.args[2], types.int64)
+            return builder.atomic_rmw("xchg", pointer, value, "monotonic")
+
+        return signature, codegen
+
     @njit(cache=True)
     def _prefetch_row(matrix, row):
         """Prefetch row ``row`` of a C-contiguous float32 matrix, one 64-byte line at a time."""
@@ -291,8 +309,9 @@ if HAVE_NUMBA:
             _prefetch(matrix, row, column)
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def _forward_row(indptr, indices, data, i, W, b, R, D):
-        """D_i = z_i = b + Σ_p x_ip·W_j (R None) or b + Σ_p x_ip·(R_j ∘ W_j).
+    def _forward_row(indptr, indices, data, i, W, b, R, D, factor):
+        """D_i = z_i = b + Σ_p x_ip·W_j (R None) or b + Σ_p x_ip·(R_j ∘ W_j); with ``factor`` (V,), x_ip·f_j
+        instead of x_ip: row j of W is f_j·W_j, a catch-up computed in region 0 and applied in region 2.
 
         W's rows are read in a random order: each is prefetched ``PREFETCH_AHEAD`` non-zeros early,
         so that several are on their way from memory at once (about halves the time)."""
@@ -306,8 +325,8 @@ if HAVE_NUMBA:
                 if R is not None:
                     _prefetch_row(R, indices[p + PREFETCH_AHEAD])
             j = indices[p]
-            v = data[p]
-            if R is None:  # pruned at compile time, either way
+            v = data[p] if factor is None else data[p] * factor[j]  # pruned at compile time, either way
+            if R is None:
                 for k in range(K):
                     D[i, k] += v * W[j, k]
             else:
@@ -385,21 +404,51 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _documents_region(indptr, indices, data, y_indptr, y_indices, W, b, R, softmax_link, D, losses,
-                          first_words, cuts, with_cuts, counters, n_threads, docs_per_piece, terms):
+                          first_words, cuts, with_cuts, counters, n_threads, docs_per_piece, terms, factor, S, T_last,
+                          T_before, lrate, vexp, eps, l2):
         """Region 1: D_i = link(b + x_i·(R ∘)W) − y_i, losses[i], and (``with_cuts``: unless region 0
         made them) the cuts of row i, for every document i; pieces of ``docs_per_piece`` documents
-        claimed from counters[0]; terms[w] is worker w's scratch row (K)."""
+        claimed from counters[0]; terms[w] is worker w's scratch row (K).
+
+        With ``factor`` (V,) (row-wise AdaGrad with one learning rate, l1 = 0: the catch-up of a row is one
+        factor, e^(−l2·α_j), α_j = lrate·(T_before − T_last[j])/(S_j^vexp + ε)), region 0 is not run: the first
+        worker to meet a row that is behind, with factor[j] still 1, stores its factor (a worker that meets it
+        at the same time stores the same bits: it is a function of the row's S and T_last, which no one writes
+        here); x_ij is multiplied by it, and region 2 scales W_j by it before the row's step and resets it to 1
+        (``_update_row``). So the skipped steps of a row cost one exponential, and no pass over W's rows."""
         m = D.shape[0]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
+        one = np.float32(1.0)
+        eps32, l2_32, vexp32 = np.float32(eps), np.float32(l2), np.float32(vexp)
+        square_root = vexp == 0.5
+        longest = 0  # the most non-zeros of a row
+        if factor is not None:
+            for i in range(m):
+                longest = max(longest, indptr[i + 1] - indptr[i])
         counters[0] = 0
         for worker in prange(n_threads):
             scratch = terms[worker]
+            pending = np.empty(longest, dtype=np.int64)
             while True:
                 piece = _claim(counters, 0)
                 if piece >= n_pieces:
                     break
                 for i in range(piece * docs_per_piece, min(m, (piece + 1) * docs_per_piece)):
-                    _forward_row(indptr, indices, data, i, W, b, R, D)
+                    if factor is not None:  # pruned at compile time, either way
+                        # the row's words that are behind and have no factor yet (S = 0: no gradient, no step),
+                        # listed without a branch (which of them are behind is random: a branch per word would
+                        # be mispredicted ~40 % of the time), then their factors
+                        n = 0
+                        for p in range(indptr[i], indptr[i + 1]):
+                            j = indices[p]
+                            pending[n] = j
+                            n += (T_last[j] < T_before) & (factor[j] == one) & (S[j, 0] > np.float32(0.0))
+                        for q in range(n):
+                            j = pending[q]
+                            behind = np.float32(T_before - T_last[j])
+                            a = lrate[0] * (behind / ((np.sqrt(S[j, 0]) if square_root else S[j, 0] ** vexp32) + eps32))
+                            factor[j] = uniform_step_terms(a, l2_32)[0]
+                    _forward_row(indptr, indices, data, i, W, b, R, D, factor)
                     if softmax_link:
                         losses[i] = _softmax_row(y_indptr, y_indices, i, D, scratch)
                     else:
@@ -412,12 +461,17 @@ if HAVE_NUMBA:
         return total
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def _step_sizes_row(S, j, lrate, adagrad, square_root, vexp, eps, scale, out):
+    def _step_sizes_row(S, j, lrate, adagrad, rowwise, square_root, vexp, eps, scale, out):
         """out = scale · c_j, c_jk = lrate_k / (S_jk^vexp + ε) (adagrad; 0 while S_jk = 0: no gradient yet,
-        no step) or lrate_k (sgd)."""
+        no step), lrate_k · (1 / (S_j^vexp + ε)) (rowwise: S is V × 1) or lrate_k (sgd)."""
         K = out.shape[0]
         zero = np.float32(0.0)
-        if not adagrad:
+        if rowwise:
+            s = S[j, 0]
+            per = scale / ((np.sqrt(s) if square_root else s ** vexp) + eps) if s > zero else zero
+            for k in range(K):
+                out[k] = lrate[k] * per
+        elif not adagrad:
             for k in range(K):
                 out[k] = lrate[k] * scale
         elif square_root:
@@ -428,17 +482,68 @@ if HAVE_NUMBA:
                 out[k] = lrate[k] * scale / (S[j, k] ** vexp + eps) if S[j, k] > zero else zero
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, square_root, vexp, eps, l1, l2, R):
-        """g = (R_j ∘) g; adagrad: S_j += g²; α = lrate·τ/(S_j^vexp + ε) (sgd: lrate·τ) into ``alpha``;
-        then W_j ← W_j − α·g, or the regularised step of ``_regularisation`` (l1 or l2 > 0). A coordinate
-        whose gradients have all been 0 (S = 0) takes no step: AdaGrad has no step size for it yet."""
+    def _mean_square(g):
+        """(1/K)·Σ_k g_k², float32, summed in eight lanes (k mod 8) and then the lanes in a fixed order: the
+        same bits on every machine and thread count, and a vector loop instead of K dependent additions."""
+        K = g.size
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
+        whole = K - K % 8
+        for k in range(0, whole, 8):
+            a0 += g[k] * g[k]
+            a1 += g[k + 1] * g[k + 1]
+            a2 += g[k + 2] * g[k + 2]
+            a3 += g[k + 3] * g[k + 3]
+            a4 += g[k + 4] * g[k + 4]
+            a5 += g[k + 5] * g[k + 5]
+            a6 += g[k + 6] * g[k + 6]
+            a7 += g[k + 7] * g[k + 7]
+        rest = np.float32(0.0)
+        for k in range(whole, K):
+            rest += g[k] * g[k]
+        return (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + rest) / np.float32(K)
+
+    @njit(cache=True)
+    def _all_equal(values):
+        """Whether every value equals the first (one learning rate for every category)."""
+        for k in range(1, values.size):
+            if values[k] != values[0]:
+                return False
+        return True
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, rowwise, uniform, square_root, vexp, eps, l1, l2, R,
+                    factor):
+        """g = (R_j ∘) g; adagrad: S_j += g², α = lrate·τ/(S_j^vexp + ε); rowwise: S_j += mean_k g_k² (S is
+        V × 1), α_k = lrate_k·(τ/(S_j^vexp + ε)); sgd: α = lrate·τ; α into ``alpha``; then W_j ← W_j − α·g, or
+        the regularised step of ``_regularisation`` (l1 or l2 > 0), once for the row when the row has one α
+        (rowwise with ``uniform`` learning rates and l1 = 0; then with ``factor``, W_j is first scaled by
+        factor[j], the row's catch-up from region 0, and factor[j] is reset to 1). A coordinate whose gradients
+        have all been 0 (S = 0) takes no step: AdaGrad has no step size for it yet."""
         K = W.shape[1]
         zero = np.float32(0.0)
         # separate branch-free loops so that each one vectorises
         if R is not None:
             for k in range(K):
                 g[k] *= R[j, k]
-        if not adagrad:
+        if rowwise:
+            s = S[j, 0] + _mean_square(g)
+            S[j, 0] = s
+            per = tau / ((np.sqrt(s) if square_root else s ** vexp) + eps) if s > zero else zero
+            if uniform and l1 == 0:
+                a = lrate[0] * per
+                if l2 != 0:
+                    before = np.float32(1.0)
+                    if factor is not None:
+                        before = factor[j]
+                        factor[j] = np.float32(1.0)
+                    regularised_row_uniform(W, j, g, a, l2, True, before)
+                else:
+                    for k in range(K):
+                        W[j, k] -= a * g[k]
+                return
+            for k in range(K):
+                alpha[k] = lrate[k] * per
+        elif not adagrad:
             for k in range(K):
                 alpha[k] = lrate[k] * tau
         elif square_root:
@@ -458,13 +563,19 @@ if HAVE_NUMBA:
                 W[j, k] -= alpha[k] * g[k]
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp, eps, l1, l2, behind, u):
+    def _catch_up_row(W, S, j, lrate, lrate_max, adagrad, rowwise, uniform, square_root, vexp, eps, l1, l2, behind, u):
         """W_j ← the regularised step with G = 0 and α = c_j·behind (``_regularisation``), c_jk =
         lrate_k/(S_jk^vexp + ε) (0 while S_jk = 0; sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
         W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
-        ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; u (K) is scratch for the others."""
+        ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; rowwise with ``uniform`` learning rates:
+        one factor for the row (``regularised_row_uniform``); u (K) is scratch for the others."""
         K = W.shape[1]
-        if adagrad and square_root and l1 == 0:
+        if rowwise and uniform and l1 == 0:
+            s = S[j, 0]
+            if s > np.float32(0.0):  # S = 0: no gradient yet, no step
+                a = lrate[0] * (behind / ((np.sqrt(s) if square_root else s ** vexp) + eps))
+                regularised_row_uniform(W, j, u, a, l2, False, np.float32(1.0))
+        elif adagrad and not rowwise and square_root and l1 == 0:
             zero, one, never = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
             smallest = never  # the smallest S > 0 (S = 0: no gradient yet, no step); selects, so loops vectorise
             for k in range(K):
@@ -481,68 +592,62 @@ if HAVE_NUMBA:
                     factor = exp_nonpositive(-scale * lrate[k] / (np.sqrt(S[j, k]) + eps))
                     W[j, k] *= factor if S[j, k] > zero else one
         else:
-            _step_sizes_row(S, j, lrate, adagrad, square_root, vexp, eps, behind, u)
+            _step_sizes_row(S, j, lrate, adagrad, rowwise, square_root, vexp, eps, behind, u)
             regularised_row(W, j, u, u, l1, l2, False)
 
-    @njit(parallel=True, cache=True)
-    def _cut_rows(indptr, indices, first_words, cuts):
-        """``_cut_row`` for every row (one walk along each sorted row: cheaper than searching per block),
-        the rows shared among the threads: each row writes its own column of cuts, so the cuts are the
-        same for any thread count. (On one thread, the cuts and the minibatch's row copy were part of
-        the 0.39 s of a 1.04 s pass spent outside the parallel regions on 16 cores, bench_lr_floor.py.)"""
-        for i in prange(cuts.shape[1]):
-            _cut_row(indptr, indices, i, first_words, cuts)
-
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
-    def _catch_up_region(indices, first_words, cuts, W, S, T_last, T_before, lrate, adagrad, vexp, eps, l1, l2,
-                         counters, n_threads, scratch):
-        """Region 0 (regularised fits): for each word block β (claimed from counters[2]) and each word j of
-        β the minibatch touches (its positions cuts[β, i] .. cuts[β + 1, i] in row i), the regularised
-        step of the steps row j missed, α = c_j·(T_before − T_last[j]), before region 1 reads the row. A
-        block is a range of word ids, so no two workers touch one row; each row's result does not depend
-        on who took it."""
+    def _catch_up_region(indptr, indices, first_words, cuts, W, S, T_last, T_before, claimed, mark, lrate, adagrad,
+                         rowwise, vexp, eps, l1, l2, counters, n_threads, docs_per_piece, scratch):
+        """Region 0 (regularised fits): for every document i (pieces of ``docs_per_piece`` claimed from
+        counters[2]), the cuts of row i (``_cut_row``), and for each word j of the row that is behind
+        (T_last[j] < T_before), the regularised step of the steps row j missed, α = c_j·(T_before −
+        T_last[j]), before region 1 reads the row. A row that several documents hold is caught up once,
+        by the worker whose atomic exchange of claimed[j] with this step's ``mark`` returned another value;
+        T_last is only read here (region 2 sets it), so each row's result does not depend on who took it.
+        The rows a worker claims are caught up ``PREFETCH_AHEAD`` claims later, their rows of W (and S)
+        asked for at the claim, so that several are on their way from memory at once.
+"""
         m = cuts.shape[1]
-        n_blocks = first_words.size
+        n_pieces = (m + docs_per_piece - 1) // docs_per_piece
         eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
         square_root = vexp == 0.5
         lrate_max = np.float32(0.0)
         for k in range(lrate.size):
             lrate_max = max(lrate_max, lrate[k])
-        widest = 0  # the most words of one block: the most rows one block can list
-        for block in range(n_blocks):
-            end = first_words[block + 1] if block + 1 < n_blocks else W.shape[0]
-            widest = max(widest, end - first_words[block])
+        uniform = _all_equal(lrate)
         counters[2] = 0
         for worker in prange(n_threads):
             u = scratch[worker]
-            rows = np.empty(widest, dtype=np.int64)
-            behinds = np.empty(widest, dtype=np.float64)
+            ring = np.empty(PREFETCH_AHEAD, dtype=np.int64)  # claimed rows waiting for their prefetched lines
+            ring_behind = np.empty(PREFETCH_AHEAD, dtype=np.float32)
+            waiting = 0  # claims so far in this piece; the ring holds the last min(waiting, PREFETCH_AHEAD)
             while True:
-                block = _claim(counters, 2)
-                if block >= n_blocks:
+                piece = _claim(counters, 2)
+                if piece >= n_pieces:
                     break
-                # list the block's rows that are behind (each once: marked up to date as listed), then catch
-                # them up with their rows of W (and S) prefetched a few rows ahead, as the other regions do
-                n = 0
-                for i in range(m):
-                    for p in range(cuts[block, i], cuts[block + 1, i]):
+                waiting = 0
+                for i in range(piece * docs_per_piece, min(m, (piece + 1) * docs_per_piece)):
+                    _cut_row(indptr, indices, i, first_words, cuts)
+                    for p in range(indptr[i], indptr[i + 1]):
                         j = indices[p]
-                        behind = T_before - T_last[j]
-                        if behind > 0:
-                            T_last[j] = T_before
-                            rows[n] = j
-                            behinds[n] = behind
-                            n += 1
-                for q in range(n):
-                    if q + PREFETCH_AHEAD < n:
-                        _prefetch_row(W, rows[q + PREFETCH_AHEAD])
-                        if adagrad:
-                            _prefetch_row(S, rows[q + PREFETCH_AHEAD])
-                    _catch_up_row(W, S, rows[q], lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
-                                  np.float32(behinds[q]), u)
+                        if T_last[j] < T_before and claimed[j] != mark and _exchange(claimed, j, mark) != mark:
+                            slot = waiting % PREFETCH_AHEAD
+                            if waiting >= PREFETCH_AHEAD:  # the oldest claim's lines have had time to arrive
+                                _catch_up_row(W, S, ring[slot], lrate, lrate_max, adagrad, rowwise, uniform,
+                                              square_root, vexp32, eps32, l1_32, l2_32, ring_behind[slot], u)
+                            _prefetch_row(W, j)
+                            if adagrad:
+                                _prefetch_row(S, j)
+                            ring[slot] = j
+                            ring_behind[slot] = np.float32(T_before - T_last[j])
+                            waiting += 1
+                for q in range(max(0, waiting - PREFETCH_AHEAD), waiting):
+                    slot = q % PREFETCH_AHEAD
+                    _catch_up_row(W, S, ring[slot], lrate, lrate_max, adagrad, rowwise, uniform, square_root, vexp32,
+                                  eps32, l1_32, l2_32, ring_behind[slot], u)
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
-    def _flush_region(W, S, T_last, T, lrate, adagrad, vexp, eps, l1, l2, scratch, stepped):
+    def _flush_region(W, S, T_last, T, lrate, adagrad, rowwise, vexp, eps, l1, l2, scratch, stepped):
         """Every row j with T_last[j] < T: the regularised step with G = 0, α = c_j·(T − T_last[j]); T_last = T.
         With AdaGrad a row with stepped[j] = 0 is left as it is: its S is 0, so it has no step size yet and
         its step is no step (skipped without reading its S: most of a small fit's rows)."""
@@ -553,13 +658,15 @@ if HAVE_NUMBA:
         lrate_max = np.float32(0.0)
         for k in range(lrate.size):
             lrate_max = max(lrate_max, lrate[k])
+        uniform = _all_equal(lrate)
         rows_per_worker = (V + n_threads - 1) // n_threads
         for worker in prange(n_threads):
             u = scratch[worker]
             for j in range(worker * rows_per_worker, min(V, (worker + 1) * rows_per_worker)):
                 behind = T - T_last[j]
                 if behind > 0 and (stepped[j] or not adagrad):
-                    _catch_up_row(W, S, j, lrate, lrate_max, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
+                    _catch_up_row(W, S, j, lrate, lrate_max, adagrad, rowwise, uniform, square_root, vexp32, eps32,
+                                  l1_32, l2_32,
                                   np.float32(behind), u)
                     T_last[j] = T
 
@@ -575,7 +682,8 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, tau, T_after, T_last,
-                      adagrad, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed, alphas, stepped):
+                      adagrad, rowwise, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed, alphas, stepped,
+                      factor):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
         g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j), its
         regularisation for this step, T_last[j] = T_after and stepped[j] = 1.
@@ -596,6 +704,7 @@ if HAVE_NUMBA:
         tau32, eps32, l1_32, l2_32, vexp32 = (np.float32(tau), np.float32(eps), np.float32(l1),
                                               np.float32(l2), np.float32(vexp))
         square_root = vexp == 0.5  # the default: sqrt is far cheaper than pow
+        uniform = _all_equal(lrate)
         counters[1] = 0
         for worker in prange(n_threads):
             Gw, listed, alpha = G[worker], touched[worker], alphas[worker]
@@ -633,8 +742,8 @@ if HAVE_NUMBA:
                     g = Gw[c]
                     for k in range(K):
                         g[k] *= inv_m
-                    _update_row(W, S, g, alpha, j, lrate, tau32, adagrad, square_root, vexp32, eps32, l1_32, l2_32,
-                                R)
+                    _update_row(W, S, g, alpha, j, lrate, tau32, adagrad, rowwise, uniform, square_root, vexp32, eps32,
+                                l1_32, l2_32, R, factor)
                     T_last[j] = T_after
                     stepped[j] = 1
                     if _exponent_max(W_bits, j) == _EXPONENT:
@@ -692,6 +801,9 @@ class NumbaKernel:
         # the rows a step of this kernel has updated (1), or may have been before it (all 1 unless the
         # training is ``fresh``: S = 0 everywhere, as a new Updater's); the flush skips the others
         self.stepped = np.zeros(V, dtype=np.uint8) if fresh else np.ones(V, dtype=np.uint8)
+        # region 0's claims: claimed[j] = the mark of the last step that caught row j up (marks count the steps)
+        self.claimed = np.zeros(V, dtype=np.int64)
+        self.mark = 0
 
     def _grow(self, m: int, workers: int) -> None:
         """Buffers for a minibatch of m documents on ``workers`` threads (a stream's largest minibatch
@@ -711,6 +823,16 @@ class NumbaKernel:
             self.G = np.zeros((workers, rows, self.K), dtype=np.float32)
             self.touched = np.zeros((workers, rows), dtype=np.int64)
 
+    def _factor(self, updater):
+        """The rows' catch-up factors (V,) float32, all 1 between steps, when a row's catch-up is one factor
+        (row-wise AdaGrad, one learning rate, l1 = 0: region 0 computes it, regions 1 and 2 apply it); else None."""
+        lrate = updater.lrate
+        if not (updater.rowwise and updater.l1 == 0 and lrate.min() == lrate.max()):
+            return None
+        if not hasattr(self, "factor"):
+            self.factor = np.ones(self.n_features, dtype=np.float32)
+        return self.factor
+
     def weights_overflowed(self, W) -> bool:
         """Whether a step since the last call left an infinite or NaN weight in W. The steps flag
         the rows they update; the rest of W is as it was, finite (coef_init and restored states
@@ -722,12 +844,12 @@ class NumbaKernel:
     def release(self) -> None:
         """Free the work buffers between calls (they grow again at the next step): a fitted model
         keeps its weights and updater state, not the scratch of its last minibatch."""
-        for name in ("D", "losses", "cuts", "terms", "G", "touched"):
+        for name in ("D", "losses", "cuts", "terms", "G", "touched", "factor"):
             self.__dict__.pop(name, None)
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for name in ("D", "losses", "cuts", "terms", "G", "touched"):
+        for name in ("D", "losses", "cuts", "terms", "G", "touched", "factor"):
             state.pop(name, None)
         return state
 
@@ -735,6 +857,8 @@ class NumbaKernel:
         self.__dict__.update(state)
         if "stepped" not in state:  # pickled before the kernel kept it: every row may have been stepped
             self.stepped = np.ones(self.n_features, dtype=np.uint8)
+        if "claimed" not in state:  # pickled before region 0 claimed rows
+            self.claimed, self.mark = np.zeros(self.n_features, dtype=np.int64), 0
         # one flag per worker of THIS process (it may run more threads than the one that pickled)
         flags = np.zeros(max(numba.config.NUMBA_NUM_THREADS, self.overflowed.size), dtype=np.int64)
         flags[0] = self.overflowed.any()
@@ -749,26 +873,35 @@ class NumbaKernel:
         tau, before = updater.advance()
         D, losses, cuts = self.D[:m], self.losses[:m], self.cuts[:, :m]
         regularised = updater.regularised
+        factor = self._factor(updater) if regularised else None
         started = time.perf_counter()
         if threads != available:
             numba.set_num_threads(threads)
+        applied = False  # whether region 2 applied (and reset) region 0's factors
         try:
-            if regularised:  # region 0: the skipped regularisation of the rows this minibatch reads
-                _cut_rows(X_B.indptr, X_B.indices, self.first_words, cuts)
-                _catch_up_region(X_B.indices, self.first_words, cuts, W, updater.S, updater.T_last, before,
-                                 updater.lrate, updater.adagrad, updater.vexp, updater.epsilon, updater.l1,
-                                 updater.l2, self.counters, threads, self.terms)
+            if regularised and factor is None:  # region 0: the skipped regularisation of the rows this minibatch
+                # reads, and the cuts
+                self.mark += 1
+                _catch_up_region(X_B.indptr, X_B.indices, self.first_words, cuts, W, updater.S, updater.T_last, before,
+                                 self.claimed, self.mark, updater.lrate, updater.adagrad, updater.rowwise, updater.vexp,
+                                 updater.epsilon, updater.l1, updater.l2, self.counters, threads, self.docs_per_piece,
+                                 self.terms)
             loss = _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, R,
-                                     self.softmax_link, D, losses, self.first_words, cuts, not regularised,
-                                     self.counters, threads, self.docs_per_piece, self.terms)
+                                     self.softmax_link, D, losses, self.first_words, cuts,
+                                     not regularised or factor is not None, self.counters, threads,
+                                     self.docs_per_piece, self.terms, factor, updater.S, updater.T_last, before,
+                                     updater.lrate, updater.vexp, updater.epsilon, updater.l2)
             self._grow_blocks(threads, _block_rows(cuts, self.first_words, self.n_features))
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
-                          updater.lrate, tau, updater.T, updater.T_last, updater.adagrad,
+                          updater.lrate, tau, updater.T, updater.T_last, updater.adagrad, updater.rowwise,
                           updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads,
-                          W.view(np.uint32), self.overflowed, self.terms, self.stepped)
+                          W.view(np.uint32), self.overflowed, self.terms, self.stepped, factor)
+            applied = True
         finally:
             if threads != available:
                 numba.set_num_threads(available)
+            if factor is not None and not applied:  # interrupted between the regions: W and T_last are as region 0
+                factor[:] = 1  # found them (it only computed factors), so the catch-up is computed again when due
         self.policy.record(threads, work, time.perf_counter() - started)
         _update_bias(b, updater.Sb, D, updater.lrate, tau, updater.adagrad, updater.vexp, updater.epsilon)
         return float(loss)
@@ -779,8 +912,8 @@ class NumbaKernel:
             workers = numba.get_num_threads()
             if not hasattr(self, "terms") or self.terms.shape[0] < workers:
                 self.terms = np.zeros((workers, self.K), dtype=np.float32)
-            _flush_region(W, updater.S, updater.T_last, updater.T, updater.lrate, updater.adagrad, updater.vexp,
-                          updater.epsilon, updater.l1, updater.l2, self.terms[:workers], self.stepped)
+            _flush_region(W, updater.S, updater.T_last, updater.T, updater.lrate, updater.adagrad, updater.rowwise,
+                          updater.vexp, updater.epsilon, updater.l1, updater.l2, self.terms[:workers], self.stepped)
         updater.T_last[:] = updater.T
 
 

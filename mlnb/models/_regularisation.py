@@ -185,3 +185,33 @@ if HAVE_NUMBA:
                 gk = np.float64(g[k]) if touched else 0.0
                 W[j, k] = np.float32(step_with_l1(np.float64(W[j, k]), gk, np.float64(alpha[k]), np.float64(l1),
                                                   np.float64(l2)))
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def uniform_step_terms(alpha, l2):
+        """(e^(−y), α·φ(y)), y = l2·α, float32, by the forms ``regularised_row`` chooses for a row whose largest
+        y is this y: the shrink and the gradient's factor of the step, once for a row with one α."""
+        one, half = np.float32(1.0), np.float32(0.5)
+        y = l2 * alpha
+        if y < LINEAR_BELOW:
+            return one - y, alpha * (one - half * y)
+        if y < CUBIC_BELOW:
+            c2, c3, c4 = np.float32(1 / 2), np.float32(1 / 3), np.float32(1 / 4)
+            return one - y * (one - c2 * y * (one - c3 * y)), alpha * (one - c2 * y * (one - c3 * y * (one - c4 * y)))
+        per_l2 = np.float32(min(1.0 / np.float64(l2), FLOAT32_LARGEST))
+        shrink = exp_nonpositive(-y)
+        return shrink, (-expm1_small(-y) if y < HALF_LN2 else one - shrink) * per_l2
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def regularised_row_uniform(W, j, g, alpha, l2, touched, before):
+        """``regularised_row`` with l1 = 0 and one step α for the whole row (row-wise AdaGrad with one
+        learning rate): e^(−y) and α·φ(y) once for the row (``uniform_step_terms``), then W_j ← e^(−y)·W_j −
+        α·φ(y)·g (``touched``; else W_j ← e^(−y)·W_j), one product per coordinate. ``before`` (a float32
+        factor, 1 for none) first scales W_j: a catch-up that region 0 of the kernels only computed."""
+        K = W.shape[1]
+        shrink, step = uniform_step_terms(alpha, l2)
+        if touched:
+            for k in range(K):
+                W[j, k] = shrink * (before * W[j, k]) - step * g[k]
+        else:
+            for k in range(K):
+                W[j, k] *= shrink

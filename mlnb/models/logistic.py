@@ -13,13 +13,17 @@ forward and one backward:
 
 and, for every coordinate of W (t counts minibatches from 1; lrate may be one value per category),
 
-    adagrad:  S += G²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)     (α = 0 while S = 0)
-    sgd:                 α = lrate · t^(−texp)
+    adagrad:          S += G²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)     (α = 0 while S = 0)
+    rowwise_adagrad:  S_j += (1/K)·Σ_k G_jk²   (one sum per word j),
+                                 α_jk = lrate_k · t^(vexp−texp) / (S_j^vexp + ε)
+    sgd:                         α = lrate · t^(−texp)
     W ← the exact solution after a time α of  dw/ds = −G − l2·w − l1·sign(w)   (G held fixed)
       = e^(−l2·α)·W − α·φ(l2·α)·G,   φ(y) = (1 − e^(−y))/y                 (l1 = 0)
 
 (``_regularisation.py``; b ← b − α_b·g_b). With texp = vexp = ½ (the defaults) α = lrate/(√S + ε), the
-classic AdaGrad step. The step's fixed points are exactly F's optima, for any α. A row of W that the
+classic AdaGrad step; rowwise_adagrad shares one step size among a word's K categories (row-wise
+AdaGrad, as for embedding tables), so a row's step and its catch-up below cost one square root and
+one exponential instead of K. The step's fixed points are exactly F's optima, for any α. A row of W that the
 minibatch does not touch has G = 0: its step is the regulariser's own flow, and the steps it misses
 compose into one, which the kernels apply just before the row is next read and, for every row, at the
 end of each pass (exact lazy regularisation; ``minibatch.Updater``). So the cost of a step is that of
@@ -118,8 +122,9 @@ TO_OPTIMUM = ("lbfgs", "svrg")
 class EngineOptions:
     """The minibatch engine's options (shared by ``logistic`` and ``nb_logistic``)."""
 
-    updater: str = option("adagrad", "update rule", choices=UPDATERS)
-    lrate: float = option(0.3, "learning rate", min=0, exclusive_min=True)
+    updater: str = option("rowwise_adagrad", "update rule: AdaGrad with one step size per word (rowwise_adagrad), "
+                          "per coordinate of W (adagrad), or SGD", choices=UPDATERS)
+    lrate: float = option(0.1, "learning rate", min=0, exclusive_min=True)
     lrate_per_category: list[float] = option([], "one learning rate per category (overrides lrate)",
                                              min=0, exclusive_min=True)
     batch_size: int = option(1000, "documents per minibatch", min=1)
@@ -215,7 +220,10 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
 
     Parameters
     ----------
-    updater : {"adagrad", "sgd"}
+    updater : {"adagrad", "rowwise_adagrad", "sgd"}
+        "adagrad": one AdaGrad sum per coordinate of W. "rowwise_adagrad": one per word (row of W),
+        the mean over categories of the squared gradients, so that a row's step and its lazy L2
+        catch-up cost one exponential, not K. "sgd": the schedule alone.
     lrate : float or array of K floats
         Learning rate, one for all categories or one per category.
     batch_size : int

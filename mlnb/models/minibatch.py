@@ -44,7 +44,7 @@ from mlnb._csr import copy_rows
 from mlnb._numba import HAVE_NUMBA
 from mlnb.errors import MlnbError
 
-UPDATERS = ("adagrad", "sgd")
+UPDATERS = ("adagrad", "rowwise_adagrad", "sgd")
 
 
 class Minibatch(NamedTuple):
@@ -189,15 +189,22 @@ class Updater:
     Step t (from 1) on a minibatch B, for every coordinate (j, k) of W, with g the gradient of the
     minibatch's mean loss alone (g = 0 on the rows B does not touch):
 
-        adagrad:  S += g²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)   (α = 0 while S = 0)
-        sgd:                 α = lrate · t^(−texp)
+        adagrad:          S += g²,   α = lrate · t^(vexp−texp) / (S^vexp + ε)   (α = 0 while S = 0)
+        rowwise_adagrad:  S_j += (1/K)·Σ_k g_jk²   (one sum per row j of W, shared by its K categories),
+                                     α_jk = lrate_k · t^(vexp−texp) / (S_j^vexp + ε)
+        sgd:                         α = lrate · t^(−texp)
         W ← the exact solution after a time α of dw/ds = −g − l2·w − l1·sign(w), g held fixed
           = e^(−l2·α)·W − α·φ(l2·α)·g,  φ(y) = (1 − e^(−y))/y           (l1 = 0; ``_regularisation``)
 
     and the same for b with g_b and S_b (b is not regularised: b ← b − α_b·g_b). This is AdaGrad's
     composite mirror-descent form (Duchi, Hazan & Singer 2011, JMLR 12, §5): S sums the loss's
     gradients only, and the step's fixed points are the documented objective's optima for any α.
-    With texp = vexp = ½ (the defaults) α = lrate / (√S + ε), the classic AdaGrad step. A coordinate
+    With texp = vexp = ½ (the defaults) α = lrate / (√S + ε), the classic AdaGrad step. rowwise_adagrad is
+    AdaGrad with one step size per word (the diagonal preconditioner constant along a row of W, as
+    "row-wise AdaGrad" for the embedding tables of recommender models, e.g. FBGEMM's
+    EXACT_ROWWISE_ADAGRAD): a row's step, and the catch-up of a row a minibatch skipped, cost one square
+    root, one division and (with l2) one exponential per row instead of per coordinate, and S is V × 1. A
+    coordinate
     whose gradients have all been 0 (S = 0: a word not seen yet) takes no step: AdaGrad has no step
     size for it yet (lrate/ε would wipe, e.g., a warm start at the first step).
 
@@ -215,20 +222,23 @@ class Updater:
     stochastic gradient of the documented objective (1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁ — at the
     cost of the touched rows only.
 
-    State: S (V × K float32, AdaGrad only; None with sgd), S_b (K,), t (the number of steps
+    State: S (V × K float32 with adagrad, V × 1 with rowwise_adagrad; None with sgd), S_b (K,), t (the number of steps
     taken; the kernels advance it before each step, so the first step has t = 1), T and T_last (V,).
     """
+
+    rowwise = False  # (an Updater pickled before rowwise_adagrad existed is per coordinate)
 
     def __init__(self, rule: str, lrate: np.ndarray, texp: float, vexp: float, epsilon: float, l1: float,
                  l2: float, n_features: int, n_categories: int):
         if rule not in UPDATERS:
             raise MlnbError(f"updater must be one of {UPDATERS}, got {rule!r}")
         self.rule = rule
-        self.adagrad = rule == "adagrad"
+        self.adagrad = rule in ("adagrad", "rowwise_adagrad")  # the sums S and the step α = c·τ_t with c from S
+        self.rowwise = rule == "rowwise_adagrad"  # one sum per row of W: S is V × 1
         self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
         self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
         # sgd never reads S: an empty placeholder instead of V × K zeros
-        self.S = np.zeros((n_features if self.adagrad else 0, n_categories), dtype=np.float32)
+        self.S = np.zeros((n_features if self.adagrad else 0, 1 if self.rowwise else n_categories), dtype=np.float32)
         self.Sb = np.zeros(n_categories, dtype=np.float32)
         self.t = 0
         self.T = 0.0  # Σ_{s ≤ t} τ_s
@@ -268,7 +278,7 @@ class Updater:
         if self.adagrad:
             S = state.get("S")
             if S is None or np.shape(S) != self.S.shape:
-                raise MlnbError(f"the state's S must be a {self.S.shape} array for updater 'adagrad', got "
+                raise MlnbError(f"the state's S must be a {self.S.shape} array for updater {self.rule!r}, got "
                                 f"{None if S is None else np.shape(S)}")
             self.S = np.array(S, dtype=np.float32, order="C", copy=True)
         Sb = np.array(state["Sb"], dtype=np.float32, copy=True)

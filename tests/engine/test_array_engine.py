@@ -126,7 +126,8 @@ def test_scoring_refuses_what_the_cpu_estimator_refuses(engine, small_corpus):
 
 # -- logistic regression ------------------------------------------------------------------------
 LR_CASES = [{}, {"l2": 0.0}, {"l1": 1e-4}, {"l1": 1e-4, "l2": 0.0}, {"l2": 1e-2}, {"updater": "sgd", "lrate": 1.0},
-            {"shuffle": False, "vexp": 0.3, "texp": 0.6}]
+            {"shuffle": False, "vexp": 0.3, "texp": 0.6}, {"updater": "rowwise_adagrad"},
+            {"updater": "rowwise_adagrad", "l2": 0.0, "vexp": 0.3}]
 
 
 #: On a GPU, sums run in another order and σ, exp and √ are other float32 functions: the passes part
@@ -213,7 +214,8 @@ def test_a_diverging_logistic_regression_is_refused_as_on_the_cpu(engine, small_
 
 
 GPU_ONLY = pytest.mark.skipif(_GPU is not None, reason=f"no GPU: {_GPU}")
-UPDATE_CASES = [{}, {"l2": 0.0}, {"l2": 1e-3, "vexp": 0.3}, {"l1": 1e-4}, {"updater": "sgd", "lrate": 1.0}]
+UPDATE_CASES = [{}, {"l2": 0.0}, {"l2": 1e-3, "vexp": 0.3}, {"l1": 1e-4}, {"updater": "sgd", "lrate": 1.0},
+                {"updater": "rowwise_adagrad"}]
 
 
 @GPU_ONLY
@@ -240,8 +242,8 @@ def test_the_gpu_update_is_the_numpy_update(options, fused):
         ns = namespace(name)
         training = array_lr.DenseTraining(ns, estimator, V, K, W, np.zeros(K))
         assert ns.on_gpu or not np.shares_memory(training.W, W)  # the start is copied: in-place updates miss it
-        if training.S is not None:
-            training.S = ns.xp.array(ns.asarray(S), order="F", copy=True)
+        if training.S is not None:  # row-wise: one sum per row (the first column's)
+            training.S = ns.xp.array(ns.asarray(S[:, :training.S.shape[1]]), order="F", copy=True)
         if not fused:
             training.fused = None
         assert (training.fused is not None) == (name == "gpu" and fused and estimator.updater == "adagrad"

@@ -158,8 +158,9 @@ def one_step(kernel_name, X_B, Y_B, W, b, updater, R=None, link="sigmoid", kerne
 
 @pytest.mark.parametrize("link", ["sigmoid", "softmax"])
 @pytest.mark.parametrize("scaled", [False, True])
-@pytest.mark.parametrize("rule", ["adagrad", "sgd"])
-def test_numba_and_scipy_steps_agree_on_one_minibatch(link, scaled, rule):
+@pytest.mark.parametrize("rule", ["adagrad", "rowwise_adagrad", "sgd"])
+@pytest.mark.parametrize("lrates", ["one", "per category"])
+def test_numba_and_scipy_steps_agree_on_one_minibatch(link, scaled, rule, lrates):
     X, Y = corpus(n=50, V=40, K=5)
     if link == "softmax":  # one class per document
         Y = sp.csr_matrix(np.eye(5, dtype=np.int8)[np.asarray(Y.argmax(axis=1)).ravel()])
@@ -169,8 +170,9 @@ def test_numba_and_scipy_steps_agree_on_one_minibatch(link, scaled, rule):
     results = {}
     for name in KERNELS:
         W, b = W0.copy(), np.full(5, -0.5, dtype=np.float32)
-        updater = Updater(rule, np.full(5, 0.2, dtype=np.float32), 0.5, 0.5, 1e-8, 1e-3, 1e-2, 40, 5)
-        updater.S[:] = 0.01 if rule == "adagrad" else 0
+        lrate = np.full(5, 0.2, dtype=np.float32) if lrates == "one" else np.linspace(0.1, 0.3, 5, dtype=np.float32)
+        updater = Updater(rule, lrate, 0.5, 0.5, 1e-8, 1e-3, 1e-2, 40, 5)
+        updater.S[:] = 0.01 if rule != "sgd" else 0
         loss, _ = one_step(name, X, Y, W, b, updater, R, link)
         assert updater.t == 1
         results[name] = (loss, W, b, updater.S, updater.Sb)
@@ -198,7 +200,7 @@ def test_numba_buffers_grow_for_a_larger_minibatch():
     np.testing.assert_allclose(W_n, W_s, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("rule", ["adagrad", "sgd"])
+@pytest.mark.parametrize("rule", ["adagrad", "rowwise_adagrad", "sgd"])
 @pytest.mark.parametrize("warm", [False, True])
 def test_a_fresh_kernel_flushes_only_the_rows_its_steps_updated_and_gives_the_same_bits(rule, warm):
     """A new training's kernel (fresh: S = 0) lets the end-of-pass flush skip, with AdaGrad, the rows no
@@ -221,7 +223,7 @@ def test_a_fresh_kernel_flushes_only_the_rows_its_steps_updated_and_gives_the_sa
     (W_fresh, stepped, updater), (W_all, _, _) = fitted
     assert np.array_equal(W_fresh, W_all)
     assert stepped[50:].sum() == 0 and stepped[:50].all()  # the rows the steps updated, only those
-    if rule == "adagrad":
+    if rule != "sgd":
         assert np.array_equal(W_fresh[50:], W0[50:]) and not updater.S[50:].any()  # no step size yet: as they were
     else:
         assert np.all(np.abs(W_fresh[50:]) < np.abs(W0[50:]) + (not warm))  # sgd decays them all: visited
@@ -252,6 +254,14 @@ def test_updater_state_round_trip():
         other.set_state(sgd.get_state())
     with pytest.raises(MlnbError, match="updater must be one of"):
         Updater("adam", np.full(3, 0.1), 0.5, 0.5, 1e-8, 0, 0, 4, 3)
+    rowwise = Updater("rowwise_adagrad", np.full(3, 0.1), 0.5, 0.5, 1e-8, 0, 0, 4, 3)
+    assert rowwise.S.shape == (4, 1) and rowwise.adagrad and rowwise.rowwise  # one sum per row of W
+    with pytest.raises(MlnbError, match="S must be a \\(4, 1\\) array for updater 'rowwise_adagrad'"):
+        rowwise.set_state(state)  # a per-coordinate state cannot continue row-wise
+    rowwise.S += 3.0
+    other_rowwise = Updater("rowwise_adagrad", np.full(3, 0.1), 0.5, 0.5, 1e-8, 0, 0, 4, 3)
+    other_rowwise.set_state(rowwise.get_state())
+    assert np.all(other_rowwise.S == 3.0)
 
 
 def make_state(seed, t=5, S=True):

@@ -37,7 +37,9 @@ def variants() -> list:
              for task in ("multilabel", "multiclass")]
             + [LogisticRegression(solver="lbfgs", task=task) for task in ("multilabel", "multiclass")]
             # the checks' fits need not reach tol (a ConvergenceWarning): 20 iterations check the interface in seconds
-            + [LogisticRegression(solver="svrg", task=task, max_iter=20) for task in ("multilabel", "multiclass")])
+            + [LogisticRegression(solver="svrg", task=task, max_iter=20) for task in ("multilabel", "multiclass")]
+            # the default multiclass fit with the passes the check's 300 documents need (see check_classifiers_train)
+            + [LogisticRegression(task="multiclass", npasses=5)])
 
 
 def expected_failed_checks(estimator) -> dict:
@@ -66,6 +68,12 @@ def expected_failed_checks(estimator) -> dict:
         failing["check_decision_proba_consistency"] = (
             "the check's blobs hold negative values, which a count model refuses (the check does not make "
             "X non-negative for the positive_only tag)")
+    if isinstance(estimator, LogisticRegression) and estimator.solver == "minibatch" and estimator.task == "multiclass" \
+            and estimator.npasses < 5:
+        failing["check_classifiers_train"] = (
+            "the default 2 passes at batch_size 1000 are 2 steps on the check's 300 documents: row-wise AdaGrad at "
+            "lrate 0.1 ends below the 0.83 training accuracy the check asks (per-coordinate AdaGrad's first steps "
+            "are ±lrate whatever the gradient); with npasses=5 it passes (the slow tier's variants)")
     if isinstance(estimator, LogisticRegression) and estimator.solver == "minibatch":
         failing["check_non_transformer_estimators_n_iter"] = (
             "max_iter belongs to solver='lbfgs', which sets n_iter_; the default minibatch solver runs npasses "

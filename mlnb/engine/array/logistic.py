@@ -153,12 +153,14 @@ def fused_adagrad_step(ns):
 
 
 class DenseTraining:
-    """W (V × K), b (K,), S (V × K, adagrad), S_b (K,) and the step count t, on the device."""
+    """W (V × K), b (K,), S (V × K with adagrad, V × 1 with rowwise_adagrad), S_b (K,) and the step count t,
+    on the device."""
 
     def __init__(self, ns, estimator: LogisticRegression, V: int, K: int, W0, b0):
         xp = self.xp = ns.xp
         self.ns = ns
-        self.adagrad = estimator.updater == "adagrad"
+        self.adagrad = estimator.updater in ("adagrad", "rowwise_adagrad")
+        self.rowwise = estimator.updater == "rowwise_adagrad"  # one AdaGrad sum per word: S is V × 1
         self.lrate = ns.asarray(_lrate(estimator, K))  # (K,)
         self.texp, self.vexp, self.epsilon = float(estimator.texp), float(estimator.vexp), float(estimator.epsilon)
         self.l1, self.l2 = float(estimator.l1), float(estimator.l2)
@@ -168,12 +170,13 @@ class DenseTraining:
         self.W = xp.zeros((V, K), dtype=np.float32, order="F") if W0 is None else \
             xp.array(ns.asarray(np.asarray(W0, dtype=np.float32)), order="F", copy=True)
         self.b = ns.asarray(np.array(b0, dtype=np.float32))
-        self.S = xp.zeros((V, K), dtype=np.float32, order="F") if self.adagrad else None
+        self.S = xp.zeros((V, 1 if self.rowwise else K), dtype=np.float32, order="F") if self.adagrad else None
         self.Sb = xp.zeros(K, dtype=np.float32)
         self.t = 0
         # on a GPU, AdaGrad with L2 alone (the default) runs as one fused kernel: 5 arrays' traffic per
         # step instead of ~30 (``fused_adagrad_step``); None runs the array code (always on numpy)
-        self.fused = fused_adagrad_step(ns) if ns.on_gpu and self.adagrad and self.l1 == 0 else None
+        self.fused = fused_adagrad_step(ns) if ns.on_gpu and self.adagrad and not self.rowwise and self.l1 == 0 \
+            else None
 
     def _divide(self, S):
         """S^vexp + ε (√S for the default vexp = ½: the kernels' branch)."""
@@ -188,7 +191,11 @@ class DenseTraining:
             self.fused(G, scale, np.float32(self.vexp), np.float32(self.epsilon), np.float32(self.l2), self.S, self.W)
             return
         # in place where it can be: each line one sweep over V × K, no new (V × K) array but α
-        if self.adagrad:
+        if self.rowwise:  # S_j += mean_k G_jk²;  α_jk = lrate_k·τ / (S_j^vexp + ε)
+            self.S += (G * G).mean(axis=1, keepdims=True)
+            alpha = scale / self._divide(self.S)  # (V × 1) against (K,): V × K
+            alpha *= self.S > 0
+        elif self.adagrad:
             alpha = G * G
             self.S += alpha
             if self.vexp == 0.5:  # the kernels' branch: √S
