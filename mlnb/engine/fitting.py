@@ -51,6 +51,7 @@ from mlnb.engine.array.fitting import engine_for
 from mlnb.errors import MlnbError, MlnbWarning
 from mlnb.models import KINDS, get_kind
 from mlnb.models._linear import prior_log_odds
+from mlnb.models.minibatch import sums_shape
 from mlnb.models.registry import CountRequest
 
 
@@ -203,8 +204,8 @@ def _start_state(engine, V: int, K: int, counts: TrainingCounts, coef_init=None,
     W = np.zeros((V, K), dtype=np.float32) if coef_init is None else np.array(coef_init, dtype=np.float32)
     b = prior_log_odds(counts.positives, counts.n).astype(np.float32) if intercept_init is None else \
         np.array(intercept_init, dtype=np.float32)
-    adagrad = engine.updater == "adagrad"
-    return {"weights": W, "bias": b, "S": np.zeros((V, K), dtype=np.float32) if adagrad else None,
+    sums = sums_shape(engine.updater, V, K)
+    return {"weights": W, "bias": b, "S": None if sums is None else np.zeros(sums, dtype=np.float32),
             "Sb": np.zeros(K, dtype=np.float32), "t": 0, "passes": 0, "rng": None,
             "category_counts": (counts.positives, counts.n), "start_loss": None, "reference_loss": None,
             "task": engine.task, "updater": engine.updater}

@@ -47,6 +47,14 @@ from mlnb.errors import MlnbError
 UPDATERS = ("adagrad", "rowwise_adagrad", "sgd")
 
 
+def sums_shape(rule: str, n_features: int, n_categories: int) -> tuple[int, int] | None:
+    """The shape of the AdaGrad sums S of an update rule: V × K (adagrad), V × 1 (rowwise_adagrad: one sum
+    per row of W), or None (sgd keeps none)."""
+    if rule not in UPDATERS:
+        raise MlnbError(f"updater must be one of {UPDATERS}, got {rule!r}")
+    return None if rule == "sgd" else (n_features, 1 if rule == "rowwise_adagrad" else n_categories)
+
+
 class Minibatch(NamedTuple):
     """X_B (m × V, CSR float32, sorted int32 indices) and Y_B (m × K, CSR int8 0/1)."""
 
@@ -238,7 +246,7 @@ class Updater:
         self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
         self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
         # sgd never reads S: an empty placeholder instead of V × K zeros
-        self.S = np.zeros((n_features if self.adagrad else 0, 1 if self.rowwise else n_categories), dtype=np.float32)
+        self.S = np.zeros(sums_shape(rule, n_features, n_categories) or (0, n_categories), dtype=np.float32)
         self.Sb = np.zeros(n_categories, dtype=np.float32)
         self.t = 0
         self.T = 0.0  # Σ_{s ≤ t} τ_s

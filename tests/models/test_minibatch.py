@@ -353,3 +353,43 @@ def test_kernel_step_results_do_not_depend_on_who_claims_what(monkeypatch):
         losses = [kernel.step(X[s:s + 50], Y[s:s + 50], W, b, updater) for s in range(0, 200, 50)]
         results.append((losses, W.tobytes(), b.tobytes()))
     assert results[0] == results[1] == results[2]
+
+
+def test_row_wise_catch_up_factors_are_applied_once_and_reset_after_an_interrupted_step(monkeypatch):
+    """Row-wise AdaGrad with one learning rate: the documents region computes each stale row's catch-up
+    factor and the words region applies it and resets it to 1. A step interrupted between the two
+    leaves W and T_last as they were (the factors were only computed), so the factors are reset too:
+    the next steps then give the weights of the same steps never interrupted."""
+    X, Y = corpus(n=90, V=40)
+    lrate = np.full(5, 0.3, np.float32)
+
+    def train(interrupt_at=None):
+        kernel = KERNELS["numba"](40, 5, "sigmoid", fresh=True)
+        updater = Updater("rowwise_adagrad", lrate, 0.5, 0.5, 1e-8, 0.0, 1e-2, 40, 5)
+        W, b = np.zeros((40, 5), np.float32), np.zeros(5, np.float32)
+        # minibatches of 5 documents: a word (in 20 % of documents) is missing from one a third of the time
+        for step, rows in enumerate((slice(0, 5), slice(5, 10), slice(10, 15), slice(15, 25), slice(25, 30))):
+            if step == interrupt_at:
+                words = _glm_kernels._words_region
+
+                def interrupted(*args):
+                    raise KeyboardInterrupt
+
+                monkeypatch.setattr(_glm_kernels, "_words_region", interrupted)
+                with pytest.raises(KeyboardInterrupt):
+                    kernel.step(X[rows], Y[rows], W, b, updater)
+                monkeypatch.setattr(_glm_kernels, "_words_region", words)
+                assert np.all(kernel.factor == 1)  # reset: nothing of the step was applied
+                updater.t -= 1  # the interrupted step's schedule is undone by hand, as a caller restoring state
+                updater.T = updater.T - updater.tau(updater.t + 1)
+            stale = np.unique(X[rows].indices[updater.T_last[X[rows].indices] < updater.T])
+            kernel.step(X[rows], Y[rows], W, b, updater)
+            assert np.all(kernel.factor == 1)  # every factor applied and reset by the words region
+            stale_rows.append(stale.size)
+        kernel.flush(W, updater)
+        return W
+
+    stale_rows = []
+    uninterrupted = train()
+    assert min(stale_rows[1:]) > 0  # every step after the first caught rows up
+    assert np.array_equal(train(interrupt_at=3), uninterrupted)
