@@ -311,7 +311,7 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _forward_row(indptr, indices, data, i, W, b, R, D, factor):
         """D_i = z_i = b + Σ_p x_ip·W_j (R None) or b + Σ_p x_ip·(R_j ∘ W_j); with ``factor`` (V,), x_ip·f_j
-        instead of x_ip: row j of W is f_j·W_j, a catch-up computed in region 0 and applied in region 2.
+        instead of x_ip: row j of W is f_j·W_j, a catch-up computed in region 1 and applied in region 2.
 
         W's rows are read in a random order: each is prefetched ``PREFETCH_AHEAD`` non-zeros early,
         so that several are on their way from memory at once (about halves the time)."""
@@ -517,7 +517,7 @@ if HAVE_NUMBA:
         V × 1), α_k = lrate_k·(τ/(S_j^vexp + ε)); sgd: α = lrate·τ; α into ``alpha``; then W_j ← W_j − α·g, or
         the regularised step of ``_regularisation`` (l1 or l2 > 0), once for the row when the row has one α
         (rowwise with ``uniform`` learning rates and l1 = 0; then with ``factor``, W_j is first scaled by
-        factor[j], the row's catch-up from region 0, and factor[j] is reset to 1). A coordinate whose gradients
+        factor[j], the row's catch-up that region 1 computed, and factor[j] is reset to 1). A coordinate whose gradients
         have all been 0 (S = 0) takes no step: AdaGrad has no step size for it yet."""
         K = W.shape[1]
         zero = np.float32(0.0)
@@ -605,8 +605,7 @@ if HAVE_NUMBA:
         by the worker whose atomic exchange of claimed[j] with this step's ``mark`` returned another value;
         T_last is only read here (region 2 sets it), so each row's result does not depend on who took it.
         The rows a worker claims are caught up ``PREFETCH_AHEAD`` claims later, their rows of W (and S)
-        asked for at the claim, so that several are on their way from memory at once.
-"""
+        asked for at the claim, so that several are on their way from memory at once."""
         m = cuts.shape[1]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
         eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
@@ -825,7 +824,8 @@ class NumbaKernel:
 
     def _factor(self, updater):
         """The rows' catch-up factors (V,) float32, all 1 between steps, when a row's catch-up is one factor
-        (row-wise AdaGrad, one learning rate, l1 = 0: region 0 computes it, regions 1 and 2 apply it); else None."""
+        (row-wise AdaGrad, one learning rate, l1 = 0: region 1 computes and applies it, region 2 applies and resets
+        it); else None."""
         lrate = updater.lrate
         if not (updater.rowwise and updater.l1 == 0 and lrate.min() == lrate.max()):
             return None
@@ -877,7 +877,7 @@ class NumbaKernel:
         started = time.perf_counter()
         if threads != available:
             numba.set_num_threads(threads)
-        applied = False  # whether region 2 applied (and reset) region 0's factors
+        applied = False  # whether region 2 applied (and reset) the factors region 1 computed
         try:
             if regularised and factor is None:  # region 0: the skipped regularisation of the rows this minibatch
                 # reads, and the cuts

@@ -38,7 +38,7 @@ from mlnb.engine.array.model import ArrayModel
 from mlnb.errors import MlnbError
 from mlnb.models._linear import as_csr_float32, as_label_matrix, as_one_hot, prior_log_odds
 from mlnb.models.logistic import DIVERGENCE_FACTOR, LINKS, LogisticRegression, _format_pass, _prior_loss
-from mlnb.models.minibatch import UPDATERS
+from mlnb.models.minibatch import UPDATERS, sums_shape
 
 
 def supports(estimator: LogisticRegression, arguments: dict) -> bool:
@@ -170,7 +170,8 @@ class DenseTraining:
         self.W = xp.zeros((V, K), dtype=np.float32, order="F") if W0 is None else \
             xp.array(ns.asarray(np.asarray(W0, dtype=np.float32)), order="F", copy=True)
         self.b = ns.asarray(np.array(b0, dtype=np.float32))
-        self.S = xp.zeros((V, 1 if self.rowwise else K), dtype=np.float32, order="F") if self.adagrad else None
+        sums = sums_shape(estimator.updater, V, K)  # V × K, V × 1 (row-wise) or None (sgd)
+        self.S = None if sums is None else xp.zeros(sums, dtype=np.float32, order="F")
         self.Sb = xp.zeros(K, dtype=np.float32)
         self.t = 0
         # on a GPU, AdaGrad with L2 alone (the default) runs as one fused kernel: 5 arrays' traffic per
