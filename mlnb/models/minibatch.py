@@ -210,8 +210,9 @@ class Updater:
     With texp = vexp = ½ (the defaults) α = lrate / (√S + ε), the classic AdaGrad step. rowwise_adagrad is
     AdaGrad with one step size per word (the diagonal preconditioner constant along a row of W, as
     "row-wise AdaGrad" for the embedding tables of recommender models, e.g. FBGEMM's
-    EXACT_ROWWISE_ADAGRAD): a row's step, and the catch-up of a row a minibatch skipped, cost one square
-    root, one division and (with l2) one exponential per row instead of per coordinate, and S is V × 1. A
+    EXACT_ROWWISE_ADAGRAD): with one learning rate for all categories, a row's step, and the catch-up of a
+    row a minibatch skipped, cost one square root, one division and (with l2) one exponential per row
+    instead of per coordinate; S is V × 1. A
     coordinate
     whose gradients have all been 0 (S = 0: a word not seen yet) takes no step: AdaGrad has no step
     size for it yet (lrate/ε would wipe, e.g., a warm start at the first step).
