@@ -275,32 +275,29 @@ if HAVE_NUMBA:
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
     from mlnb.models._regularisation import LINEAR_BELOW, regularised_row, regularised_row_uniform, uniform_step_terms
 
-    @intrinsic
-    def _claim(typingctx, counters, index):
-        """counters[index]++ atomically; returns the value before (the piece of work claimed)."""
-        signature = types.int64(counters, index)
+    def _atomic_codegen(operation: str, value=None):
+        """Code for ``array[index] <operation>= operand`` done atomically (int64), returning the value
+        before: the operand is ``value`` when given, else the call's third argument."""
 
         def codegen(context, builder, sig, args):
             array_type = sig.args[0]
             array = context.make_array(array_type)(context, builder, args[0])
             pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
-            return builder.atomic_rmw("add", pointer, context.get_constant(types.int64, 1), "monotonic")
+            operand = context.get_constant(types.int64, value) if value is not None else \
+                context.cast(builder, args[2], sig.args[2], types.int64)
+            return builder.atomic_rmw(operation, pointer, operand, "monotonic")
 
-        return signature, codegen
+        return codegen
+
+    @intrinsic
+    def _claim(typingctx, counters, index):
+        """counters[index]++ atomically; returns the value before (the piece of work claimed)."""
+        return types.int64(counters, index), _atomic_codegen("add", 1)
 
     @intrinsic
     def _exchange(typingctx, marks, index, value):
         """marks[index] = value atomically; returns the value before (another value: this caller was first)."""
-        signature = types.int64(marks, index, value)
-
-        def codegen(context, builder, sig, args):
-            array_type = sig.args[0]
-            array = context.make_array(array_type)(context, builder, args[0])
-            pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
-            value = context.cast(builder, args[2], sig.args[2], types.int64)
-            return builder.atomic_rmw("xchg", pointer, value, "monotonic")
-
-        return signature, codegen
+        return types.int64(marks, index, value), _atomic_codegen("xchg")
 
     @njit(cache=True)
     def _prefetch_row(matrix, row):
@@ -445,9 +442,8 @@ if HAVE_NUMBA:
                             n += (T_last[j] < T_before) & (factor[j] == one) & (S[j, 0] > np.float32(0.0))
                         for q in range(n):
                             j = pending[q]
-                            behind = np.float32(T_before - T_last[j])
-                            a = lrate[0] * (behind / ((np.sqrt(S[j, 0]) if square_root else S[j, 0] ** vexp32) + eps32))
-                            factor[j] = uniform_step_terms(a, l2_32)[0]
+                            factor[j] = _row_catch_up_factor(S, j, lrate[0], np.float32(T_before - T_last[j]),
+                                                             square_root, vexp32, eps32, l2_32)
                     _forward_row(indptr, indices, data, i, W, b, R, D, factor)
                     if softmax_link:
                         losses[i] = _softmax_row(y_indptr, y_indices, i, D, scratch)
@@ -468,7 +464,7 @@ if HAVE_NUMBA:
         zero = np.float32(0.0)
         if rowwise:
             s = S[j, 0]
-            per = scale / ((np.sqrt(s) if square_root else s ** vexp) + eps) if s > zero else zero
+            per = scale / _step_denominator(s, square_root, vexp, eps) if s > zero else zero
             for k in range(K):
                 out[k] = lrate[k] * per
         elif not adagrad:
@@ -502,6 +498,21 @@ if HAVE_NUMBA:
             rest += g[k] * g[k]
         return (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + rest) / np.float32(K)
 
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _step_denominator(s, square_root, vexp, eps):
+        """S^vexp + ε (√S + ε for the default vexp = ½: far cheaper than pow), float32."""
+        return (np.sqrt(s) if square_root else s ** vexp) + eps
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def _row_catch_up_factor(S, j, lrate, behind, square_root, vexp, eps, l2):
+        """e^(−l2·α_j), α_j = lrate·behind/(S_j^vexp + ε): the catch-up of row j for ``behind`` of the schedule's
+        time under row-wise AdaGrad with one learning rate (``uniform_step_terms``' shrink); 1 while S_j = 0
+        (no gradient yet, no step)."""
+        s = S[j, 0]
+        if s <= np.float32(0.0):
+            return np.float32(1.0)
+        return uniform_step_terms(lrate * (behind / _step_denominator(s, square_root, vexp, eps)), l2)[0]
+
     @njit(cache=True)
     def _all_equal(values):
         """Whether every value equals the first (one learning rate for every category)."""
@@ -528,7 +539,7 @@ if HAVE_NUMBA:
         if rowwise:
             s = S[j, 0] + _mean_square(g)
             S[j, 0] = s
-            per = tau / ((np.sqrt(s) if square_root else s ** vexp) + eps) if s > zero else zero
+            per = tau / _step_denominator(s, square_root, vexp, eps) if s > zero else zero
             if uniform and l1 == 0:
                 a = lrate[0] * per
                 if l2 != 0:
@@ -536,7 +547,7 @@ if HAVE_NUMBA:
                     if factor is not None:
                         before = factor[j]
                         factor[j] = np.float32(1.0)
-                    regularised_row_uniform(W, j, g, a, l2, True, before)
+                    regularised_row_uniform(W, j, g, a, l2, before)
                 else:
                     for k in range(K):
                         W[j, k] -= a * g[k]
@@ -568,13 +579,12 @@ if HAVE_NUMBA:
         lrate_k/(S_jk^vexp + ε) (0 while S_jk = 0; sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
         W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
         ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; rowwise with ``uniform`` learning rates:
-        one factor for the row (``regularised_row_uniform``); u (K) is scratch for the others."""
+        one factor for the row (``_row_catch_up_factor``); u (K) is scratch for the others."""
         K = W.shape[1]
         if rowwise and uniform and l1 == 0:
-            s = S[j, 0]
-            if s > np.float32(0.0):  # S = 0: no gradient yet, no step
-                a = lrate[0] * (behind / ((np.sqrt(s) if square_root else s ** vexp) + eps))
-                regularised_row_uniform(W, j, u, a, l2, False, np.float32(1.0))
+            shrink = _row_catch_up_factor(S, j, lrate[0], behind, square_root, vexp, eps, l2)
+            for k in range(K):
+                W[j, k] *= shrink
         elif adagrad and not rowwise and square_root and l1 == 0:
             zero, one, never = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
             smallest = never  # the smallest S > 0 (S = 0: no gradient yet, no step); selects, so loops vectorise
@@ -827,7 +837,7 @@ class NumbaKernel:
         (row-wise AdaGrad, one learning rate, l1 = 0: region 1 computes and applies it, region 2 applies and resets
         it); else None."""
         lrate = updater.lrate
-        if not (updater.rowwise and updater.l1 == 0 and lrate.min() == lrate.max()):
+        if not (updater.rowwise and updater.l1 == 0 and _all_equal(lrate)):
             return None
         if not hasattr(self, "factor"):
             self.factor = np.ones(self.n_features, dtype=np.float32)

@@ -202,16 +202,12 @@ if HAVE_NUMBA:
         return shrink, (-expm1_small(-y) if y < HALF_LN2 else one - shrink) * per_l2
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def regularised_row_uniform(W, j, g, alpha, l2, touched, before):
-        """``regularised_row`` with l1 = 0 and one step α for the whole row (row-wise AdaGrad with one
-        learning rate): e^(−y) and α·φ(y) once for the row (``uniform_step_terms``), then W_j ← e^(−y)·W_j −
-        α·φ(y)·g (``touched``; else W_j ← e^(−y)·W_j), one product per coordinate. ``before`` (a float32
-        factor, 1 for none) first scales W_j: a catch-up that region 0 of the kernels only computed."""
+    def regularised_row_uniform(W, j, g, alpha, l2, before):
+        """``regularised_row`` of a touched row with l1 = 0 and one step α for the whole row (row-wise AdaGrad
+        with one learning rate): e^(−y) and α·φ(y) once for the row (``uniform_step_terms``), then
+        W_j ← e^(−y)·W_j − α·φ(y)·g, one product per coordinate. ``before`` (a float32 factor, 1 for none)
+        first scales W_j: a catch-up that the kernels' documents region only computed."""
         K = W.shape[1]
         shrink, step = uniform_step_terms(alpha, l2)
-        if touched:
-            for k in range(K):
-                W[j, k] = shrink * (before * W[j, k]) - step * g[k]
-        else:
-            for k in range(K):
-                W[j, k] *= shrink
+        for k in range(K):
+            W[j, k] = shrink * (before * W[j, k]) - step * g[k]
