@@ -116,10 +116,28 @@ class Interrupted(KeyboardInterrupt):
 
 
 def _send_again(signum: int) -> None:
-    """Sends this process ``signum`` once the main thread has left the place that dropped its exception
-    (``_signals_as_interrupts``); the pause lets it return from the unraisable-exception hook first."""
+    """Sends this process ``signum`` again, 10 ms later: once the main thread has left the place that dropped
+    its exception, or the code the signal must not cut short (``_signals_as_interrupts``)."""
     time.sleep(0.01)
     os.kill(os.getpid(), signum)
+
+
+# Python code that must not be cut short by an exception: llvmlite's ctypes bindings free an LLVM object and then
+# mark it freed (OutputString.close: LLVMPY_DisposeString, then ``self._ptr = None``; ObjectRef.detach; a module
+# handed to LLVM by link_in, then detached). An exception raised between the two leaves an object that frees its
+# memory again when it is finalised: glibc's "free(): double free detected" and SIGABRT (exit -6), which a
+# fresh-clone CI run got from a SIGTERM while numba compiled. llvmlite.ir (the IR builder, pure Python) is safe.
+_NOT_TO_BE_CUT_SHORT = ("llvmlite.binding",)
+
+
+def _inside_code_not_to_be_cut_short(frame) -> bool:
+    """Whether ``frame`` (where the main thread stood when a signal was handled) or a frame that called it runs
+    in a module of ``_NOT_TO_BE_CUT_SHORT``; a finalizer or a callback from C counts with its caller's frames."""
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(_NOT_TO_BE_CUT_SHORT):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextmanager
@@ -133,6 +151,10 @@ def _signals_as_interrupts():
     interrupted = []  # the signal numbers handled so far
 
     def handler(signum, frame):
+        if _inside_code_not_to_be_cut_short(frame):
+            # put off, not lost: sent again in 10 ms, handled at a later bytecode, until it lands outside
+            threading.Thread(target=_send_again, args=(signum,), daemon=True).start()
+            return
         for number in watched:
             signal.signal(number, signal.SIG_IGN)
         interrupted.append(signum)
