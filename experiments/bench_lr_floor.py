@@ -92,8 +92,8 @@ def _update_alone(words, W, S, G, lrate, n_threads):
             if c + PREFETCH_AHEAD < n:
                 _prefetch_row(W, words[c + PREFETCH_AHEAD])
                 _prefetch_row(S, words[c + PREFETCH_AHEAD])
-            _update_row(W, S, G[worker, c % G.shape[1]], alpha, words[c], lrate, _STEP, True, False, True, True,
-                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None, None)
+            _update_row(W, S, G[worker, c % G.shape[1]], alpha, words[c], lrate, _STEP, True, False, True,
+                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None)
 
 
 @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")

@@ -273,7 +273,7 @@ if HAVE_NUMBA:
 
     from mlnb._prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
-    from mlnb.models._regularisation import LINEAR_BELOW, regularised_row, regularised_row_uniform, uniform_step_terms
+    from mlnb.models._regularisation import LINEAR_BELOW, regularised_row, uniform_step_terms, uniform_step_terms_lanes
 
     def _atomic_codegen(operation: str, value=None):
         """Code for ``array[index] <operation>= operand`` done atomically (int64), returning the value
@@ -412,38 +412,49 @@ if HAVE_NUMBA:
         worker to meet a row that is behind, with factor[j] still 1, stores its factor (a worker that meets it
         at the same time stores the same bits: it is a function of the row's S and T_last, which no one writes
         here); x_ij is multiplied by it, and region 2 scales W_j by it before the row's step and resets it to 1
-        (``_update_row``). So the skipped steps of a row cost one exponential, and no pass over W's rows."""
+        (``_rowwise_step``). So the skipped steps of a row cost one exponential, and no pass over W's rows: the
+        rows of a piece that are behind are listed, their α computed, and their factors in vector lanes
+        (``uniform_step_terms_lanes``; 1 where S_j = 0: no gradient yet, no step)."""
         m = D.shape[0]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
-        one = np.float32(1.0)
+        one, zero = np.float32(1.0), np.float32(0.0)
         eps32, l2_32, vexp32 = np.float32(eps), np.float32(l2), np.float32(vexp)
         square_root = vexp == 0.5
-        longest = 0  # the most non-zeros of a row
+        longest = 0  # the most non-zeros of a piece
         if factor is not None:
-            for i in range(m):
-                longest = max(longest, indptr[i + 1] - indptr[i])
+            for piece in range(n_pieces):
+                longest = max(longest, indptr[min(m, (piece + 1) * docs_per_piece)] - indptr[piece * docs_per_piece])
         counters[0] = 0
         for worker in prange(n_threads):
             scratch = terms[worker]
             pending = np.empty(longest, dtype=np.int64)
+            pending_alpha = np.empty(longest, dtype=np.float32)
+            pending_factor = np.empty(longest, dtype=np.float32)
+            unused = np.empty(longest, dtype=np.float32)
             while True:
                 piece = _claim(counters, 0)
                 if piece >= n_pieces:
                     break
-                for i in range(piece * docs_per_piece, min(m, (piece + 1) * docs_per_piece)):
-                    if factor is not None:  # pruned at compile time, either way
-                        # the row's words that are behind and have no factor yet (S = 0: no gradient, no step),
-                        # listed without a branch (which of them are behind is random: a branch per word would
-                        # be mispredicted ~40 % of the time), then their factors
-                        n = 0
-                        for p in range(indptr[i], indptr[i + 1]):
-                            j = indices[p]
-                            pending[n] = j
-                            n += (T_last[j] < T_before) & (factor[j] == one) & (S[j, 0] > np.float32(0.0))
-                        for q in range(n):
-                            j = pending[q]
-                            factor[j] = _row_catch_up_factor(S, j, lrate[0], np.float32(T_before - T_last[j]),
-                                                             square_root, vexp32, eps32, l2_32)
+                first, end = piece * docs_per_piece, min(m, (piece + 1) * docs_per_piece)
+                if factor is not None:  # pruned at compile time, either way
+                    # the piece's words that are behind and have no factor yet, listed without a branch (which of
+                    # them are behind is random: a branch per word would be mispredicted ~40 % of the time; a word
+                    # of two of the piece's documents may be listed twice, and gets the same bits twice)
+                    n = 0
+                    for p in range(indptr[first], indptr[end]):
+                        j = indices[p]
+                        pending[n] = j
+                        n += (T_last[j] < T_before) & (factor[j] == one)
+                    for q in range(n):
+                        j = pending[q]
+                        s = S[j, 0]
+                        pending_alpha[q] = lrate[0] * (np.float32(T_before - T_last[j]) /
+                                                       _step_denominator(s, square_root, vexp32, eps32)) \
+                            if s > zero else zero
+                    uniform_step_terms_lanes(pending_alpha, l2_32, pending_factor, unused, n)
+                    for q in range(n):
+                        factor[pending[q]] = pending_factor[q]
+                for i in range(first, end):
                     _forward_row(indptr, indices, data, i, W, b, R, D, factor)
                     if softmax_link:
                         losses[i] = _softmax_row(y_indptr, y_indices, i, D, scratch)
@@ -521,15 +532,44 @@ if HAVE_NUMBA:
                 return False
         return True
 
+    @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
+    def _rowwise_alpha(S, g, j, lrate, tau, square_root, vexp, eps, R):
+        """The default step's first half (row-wise AdaGrad, one learning rate, l1 = 0): g = (R_j ∘) g, S_j +=
+        mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no step yet)."""
+        zero = np.float32(0.0)
+        if R is not None:
+            for k in range(g.size):
+                g[k] *= R[j, k]
+        s = S[j, 0] + _mean_square(g)
+        S[j, 0] = s
+        return lrate * (tau / _step_denominator(s, square_root, vexp, eps) if s > zero else zero)
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
+    def _rowwise_step(W, g, j, alpha, shrink, step, l2, factor):
+        """The default step's second half: W_j ← W_j − α·g (l2 = 0), else ``_regularisation``'s step with one α,
+        W_j ← e^(−y)·(f_j·W_j) − α·φ(y)·g, y = l2·α, shrink = e^(−y) and step = α·φ(y) (``uniform_step_terms``,
+        computed for a block's rows at once), f_j = factor[j] the row's catch-up that region 1 computed (then
+        reset to 1; 1 without ``factor``)."""
+        K = W.shape[1]
+        if l2 != 0:
+            before = np.float32(1.0)
+            if factor is not None:
+                before = factor[j]
+                factor[j] = np.float32(1.0)
+            for k in range(K):
+                W[j, k] = shrink * (before * W[j, k]) - step * g[k]
+        else:
+            for k in range(K):
+                W[j, k] -= alpha * g[k]
+
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, rowwise, uniform, square_root, vexp, eps, l1, l2, R,
-                    factor):
+    def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, rowwise, square_root, vexp, eps, l1, l2, R):
         """g = (R_j ∘) g; adagrad: S_j += g², α = lrate·τ/(S_j^vexp + ε); rowwise: S_j += mean_k g_k² (S is
         V × 1), α_k = lrate_k·(τ/(S_j^vexp + ε)); sgd: α = lrate·τ; α into ``alpha``; then W_j ← W_j − α·g, or
-        the regularised step of ``_regularisation`` (l1 or l2 > 0), once for the row when the row has one α
-        (rowwise with ``uniform`` learning rates and l1 = 0; then with ``factor``, W_j is first scaled by
-        factor[j], the row's catch-up that region 1 computed, and factor[j] is reset to 1). A coordinate whose gradients
-        have all been 0 (S = 0) takes no step: AdaGrad has no step size for it yet."""
+        the regularised step of ``_regularisation`` (l1 or l2 > 0), coordinate by coordinate. Not the default
+        rule (row-wise with one learning rate and l1 = 0): region 2 steps its rows by ``_rowwise_alpha`` and
+        ``_rowwise_step``. A coordinate whose gradients have all been 0 (S = 0) takes no step: AdaGrad has no
+        step size for it yet."""
         K = W.shape[1]
         zero = np.float32(0.0)
         # separate branch-free loops so that each one vectorises
@@ -540,18 +580,6 @@ if HAVE_NUMBA:
             s = S[j, 0] + _mean_square(g)
             S[j, 0] = s
             per = tau / _step_denominator(s, square_root, vexp, eps) if s > zero else zero
-            if uniform and l1 == 0:
-                a = lrate[0] * per
-                if l2 != 0:
-                    before = np.float32(1.0)
-                    if factor is not None:
-                        before = factor[j]
-                        factor[j] = np.float32(1.0)
-                    regularised_row_uniform(W, j, g, a, l2, before)
-                else:
-                    for k in range(K):
-                        W[j, k] -= a * g[k]
-                return
             for k in range(K):
                 alpha[k] = lrate[k] * per
         elif not adagrad:
@@ -692,7 +720,7 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
     def _words_region(indices, data, cuts, D, W, S, G, slot, touched, lrate, tau, T_after, T_last,
                       adagrad, rowwise, vexp, eps, l1, l2, R, counters, n_threads, W_bits, overflowed, alphas, stepped,
-                      factor):
+                      factor, row_steps):
         """Region 2: for each word block β (claimed from counters[1]) and each word j in it,
         g_j = Σ_i x_ij·d_i / m (documents in order), then the update of W_j (and S_j), its
         regularisation for this step, T_last[j] = T_after and stepped[j] = 1.
@@ -714,9 +742,11 @@ if HAVE_NUMBA:
                                               np.float32(l2), np.float32(vexp))
         square_root = vexp == 0.5  # the default: sqrt is far cheaper than pow
         uniform = _all_equal(lrate)
+        default_step = rowwise and uniform and l1 == 0
         counters[1] = 0
         for worker in prange(n_threads):
             Gw, listed, alpha = G[worker], touched[worker], alphas[worker]
+            row_alpha, row_shrink, row_step = row_steps[worker, 0], row_steps[worker, 1], row_steps[worker, 2]
             while True:
                 block = _claim(counters, 1)
                 if block >= n_blocks:
@@ -739,20 +769,36 @@ if HAVE_NUMBA:
                             g = Gw[c]
                             for k in range(K):
                                 g[k] += v * D[i, k]
+                if default_step:  # each row's α, then e^(−y) and α·φ(y) for all of them in vector lanes
+                    for c in range(n_words):
+                        if c + PREFETCH_AHEAD < n_words:
+                            _prefetch_row(S, listed[c + PREFETCH_AHEAD])
+                            if R is not None:
+                                _prefetch_row(R, listed[c + PREFETCH_AHEAD])
+                        g = Gw[c]
+                        for k in range(K):
+                            g[k] *= inv_m
+                        row_alpha[c] = _rowwise_alpha(S, g, listed[c], lrate[0], tau32, square_root, vexp32, eps32, R)
+                    if l2_32 != 0:
+                        uniform_step_terms_lanes(row_alpha, l2_32, row_shrink, row_step, n_words)
                 for c in range(n_words):
                     if c + PREFETCH_AHEAD < n_words:
                         ahead = listed[c + PREFETCH_AHEAD]
                         _prefetch_row(W, ahead)
-                        if adagrad:
-                            _prefetch_row(S, ahead)
-                        if R is not None:
-                            _prefetch_row(R, ahead)
+                        if not default_step:
+                            if adagrad:
+                                _prefetch_row(S, ahead)
+                            if R is not None:
+                                _prefetch_row(R, ahead)
                     j = listed[c]
                     g = Gw[c]
-                    for k in range(K):
-                        g[k] *= inv_m
-                    _update_row(W, S, g, alpha, j, lrate, tau32, adagrad, rowwise, uniform, square_root, vexp32, eps32,
-                                l1_32, l2_32, R, factor)
+                    if default_step:
+                        _rowwise_step(W, g, j, row_alpha[c], row_shrink[c], row_step[c], l2_32, factor)
+                    else:
+                        for k in range(K):
+                            g[k] *= inv_m
+                        _update_row(W, S, g, alpha, j, lrate, tau32, adagrad, rowwise, square_root, vexp32, eps32,
+                                    l1_32, l2_32, R)
                     T_last[j] = T_after
                     stepped[j] = 1
                     if _exponent_max(W_bits, j) == _EXPONENT:
@@ -831,6 +877,7 @@ class NumbaKernel:
             workers, rows = max(workers, have[0]), max(rows, have[1], 1)
             self.G = np.zeros((workers, rows, self.K), dtype=np.float32)
             self.touched = np.zeros((workers, rows), dtype=np.int64)
+            self.row_steps = np.zeros((workers, 3, rows), dtype=np.float32)  # each row's α, e^(−y), α·φ(y)
 
     def _factor(self, updater):
         """The rows' catch-up factors (V,) float32, all 1 between steps, when a row's catch-up is one factor
@@ -854,12 +901,12 @@ class NumbaKernel:
     def release(self) -> None:
         """Free the work buffers between calls (they grow again at the next step): a fitted model
         keeps its weights and updater state, not the scratch of its last minibatch."""
-        for name in ("D", "losses", "cuts", "terms", "G", "touched", "factor"):
+        for name in ("D", "losses", "cuts", "terms", "G", "touched", "row_steps", "factor"):
             self.__dict__.pop(name, None)
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for name in ("D", "losses", "cuts", "terms", "G", "touched", "factor"):
+        for name in ("D", "losses", "cuts", "terms", "G", "touched", "row_steps", "factor"):
             state.pop(name, None)
         return state
 
@@ -905,7 +952,7 @@ class NumbaKernel:
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
                           updater.lrate, tau, updater.T, updater.T_last, updater.adagrad, updater.rowwise,
                           updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads,
-                          W.view(np.uint32), self.overflowed, self.terms, self.stepped, factor)
+                          W.view(np.uint32), self.overflowed, self.terms, self.stepped, factor, self.row_steps)
             applied = True
         finally:
             if threads != available:

@@ -8,7 +8,12 @@ import pytest
 from mlnb.models._regularisation import regularised_step
 
 numba = pytest.importorskip("numba")
-from mlnb.models._regularisation import regularised_row, step_with_l1  # noqa: E402
+from mlnb.models._regularisation import (  # noqa: E402
+    regularised_row,
+    step_with_l1,
+    uniform_step_terms,
+    uniform_step_terms_lanes,
+)
 
 
 def integrate(w, g, alpha, l1, l2, substeps=20_000):
@@ -74,3 +79,24 @@ def test_the_compiled_row_step_is_the_numpy_step(l1, l2):
             expected = regularised_step(W[row], g if touched else 0, alpha, l1, l2)
             regularised_row(W, row, g, alpha, np.float32(l1), np.float32(l2), touched)
             np.testing.assert_allclose(W[row], expected, rtol=3e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("l2", [1e-4, 1e-2, 1.0, 30.0])
+def test_the_step_terms_in_vector_lanes_are_the_same_bits(l2):
+    """uniform_step_terms_lanes (every form computed, one chosen per lane: the kernels' default step and its
+    catch-up factors) gives the bits of uniform_step_terms (one form, by a branch) for α across all its forms
+    (y = l2·α from 0 through the linear, cubic and exponential ranges, and beyond ½ ln 2), 0 included; and the
+    terms agree with the closed form e^(−y), α·φ(y). Only the first n entries are written."""
+    rng = np.random.default_rng(7)
+    l2 = np.float32(l2)
+    alpha = np.concatenate([[0.0, 1e-30], 10 ** rng.uniform(-12, 5, 3000)]).astype(np.float32)
+    shrink, step = np.full(alpha.size + 5, -1.0, np.float32), np.full(alpha.size + 5, -1.0, np.float32)
+    uniform_step_terms_lanes(alpha, l2, shrink, step, alpha.size)
+    expected = np.array([uniform_step_terms(a, l2) for a in alpha], dtype=np.float32)
+    np.testing.assert_array_equal(shrink[:alpha.size].view(np.uint32), expected[:, 0].view(np.uint32))
+    np.testing.assert_array_equal(step[:alpha.size].view(np.uint32), expected[:, 1].view(np.uint32))
+    assert (shrink[alpha.size:] == -1).all() and (step[alpha.size:] == -1).all()
+    y = (l2 * alpha).astype(np.float64)  # y as the kernels round it (float32), then exact
+    np.testing.assert_allclose(shrink[:alpha.size], np.exp(-y), rtol=2e-6, atol=1e-38)
+    phi = np.where(y > 0, -np.expm1(-y) / np.where(y > 0, y, 1), 1.0)
+    np.testing.assert_allclose(step[:alpha.size], alpha * phi, rtol=3e-6, atol=1e-38)
