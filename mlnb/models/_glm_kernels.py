@@ -273,7 +273,8 @@ if HAVE_NUMBA:
 
     from mlnb._prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
-    from mlnb.models._regularisation import LINEAR_BELOW, regularised_row, uniform_step_terms, uniform_step_terms_lanes
+    from mlnb.models._regularisation import (LINEAR_BELOW, regularised_row, step_with_l1, uniform_step_terms,
+                                             uniform_step_terms_lanes)
 
     def _atomic_codegen(operation: str, value=None):
         """Code for ``array[index] <operation>= operand`` done atomically (int64), returning the value
@@ -534,7 +535,7 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _rowwise_alpha(S, g, j, lrate, tau, square_root, vexp, eps, R):
-        """The default step's first half (row-wise AdaGrad, one learning rate, l1 = 0): g = (R_j ∘) g, S_j +=
+        """The first half of the default rule's step (row-wise AdaGrad, one learning rate): g = (R_j ∘) g, S_j +=
         mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no step yet)."""
         zero = np.float32(0.0)
         if R is not None:
@@ -545,13 +546,19 @@ if HAVE_NUMBA:
         return lrate * (tau / _step_denominator(s, square_root, vexp, eps) if s > zero else zero)
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
-    def _rowwise_step(W, g, j, alpha, shrink, step, l2, factor):
-        """The default step's second half: W_j ← W_j − α·g (l2 = 0), else ``_regularisation``'s step with one α,
-        W_j ← e^(−y)·(f_j·W_j) − α·φ(y)·g, y = l2·α, shrink = e^(−y) and step = α·φ(y) (``uniform_step_terms``,
-        computed for a block's rows at once), f_j = factor[j] the row's catch-up that region 1 computed (then
-        reset to 1; 1 without ``factor``)."""
+    def _rowwise_step(W, g, j, alpha, shrink, step, l1, l2, factor, onward):
+        """The second half: W_j ← W_j − α·g (l1 = l2 = 0), else ``_regularisation``'s step with one
+        α, W_j ← e^(−y)·(f_j·W_j) − α·φ(y)·g with l1 = 0, y = l2·α, shrink = e^(−y) and step = α·φ(y)
+        (``uniform_step_terms``, computed for a block's rows at once), f_j = factor[j] the row's catch-up that
+        region 1 computed (then reset to 1; 1 without ``factor``); with l1 > 0 ``_rowwise_step_l1`` (``onward``:
+        K scratch)."""
         K = W.shape[1]
-        if l2 != 0:
+        if l1 != 0:
+            if l2 != 0:
+                _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward)
+            else:  # y = 0: e^(−y) = 1, φ(y) = 1
+                _rowwise_step_l1(W, g, j, alpha, np.float32(1.0), alpha, l1, l2, onward)
+        elif l2 != 0:
             before = np.float32(1.0)
             if factor is not None:
                 before = factor[j]
@@ -562,12 +569,51 @@ if HAVE_NUMBA:
             for k in range(K):
                 W[j, k] -= alpha * g[k]
 
+    @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
+    def _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward):
+        """``_regularisation``'s step with l1 > 0 for a row with one α (shrink = e^(−y), step = α·φ(y),
+        y = l2·α), in a vector loop: on the side σ of w (from w = 0, the side −sign(g) when |g| > l1; else σ = 0),
+        r = |w| moves to r·e^(−y) − (σ·g + l1)·α·φ(y); where that passes 0, w stops at 0 when |g| ≤ l1, and
+        otherwise goes on to the other side: with l2 = 0 for the rest of the step, α − r/c, in the same loop;
+        with l2 > 0 those coordinates (marked in ``onward``, K) take the float64 step (``step_with_l1``, which
+        finds the time w reaches 0, a log1p) after the loop. The float32 closed form agrees with the float64 step
+        to float32 rounding (tested against a dense float64 oracle); per coordinate in float64 it cost 4.6× a
+        pass."""
+        K = W.shape[1]
+        zero, one, tiny = np.float32(0.0), np.float32(1.0), np.float32(1e-30)
+        n_onward = 0
+        if l2 == 0:  # y = 0: 0 is reached at s0 = r/c, and the rest of the step, α − s0, is spent on the other side
+            for k in range(K):
+                w, gk = W[j, k], g[k]
+                side = one if w > zero else -one if w < zero else -one if gk > l1 else one if gk < -l1 else zero
+                r, c = abs(w), side * gk + l1
+                end = r - c * alpha
+                through = end < zero  # (σ = 0: end = −l1·α < 0, and w stays 0)
+                beyond = (abs(gk) - l1) * (alpha - r / max(c, tiny))  # |w| at the end, on the side −sign(g)
+                W[j, k] = (-beyond if gk > zero else beyond) if through & (abs(gk) > l1) else \
+                    zero if through else side * end
+            return
+        for k in range(K):
+            w, gk = W[j, k], g[k]
+            side = one if w > zero else -one if w < zero else -one if gk > l1 else one if gk < -l1 else zero
+            end = abs(w) * shrink - (side * gk + l1) * step
+            through = end < zero  # (σ = 0: end = −l1·α·φ(y) < 0, and w stays 0)
+            goes_on = through & (abs(gk) > l1)
+            onward[k] = one if goes_on else zero
+            n_onward += goes_on
+            W[j, k] = w if goes_on else zero if through else side * end
+        if n_onward:
+            for k in range(K):
+                if onward[k] != zero:
+                    W[j, k] = np.float32(step_with_l1(np.float64(W[j, k]), np.float64(g[k]), np.float64(alpha),
+                                                      np.float64(l1), np.float64(l2)))
+
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, rowwise, square_root, vexp, eps, l1, l2, R):
         """g = (R_j ∘) g; adagrad: S_j += g², α = lrate·τ/(S_j^vexp + ε); rowwise: S_j += mean_k g_k² (S is
         V × 1), α_k = lrate_k·(τ/(S_j^vexp + ε)); sgd: α = lrate·τ; α into ``alpha``; then W_j ← W_j − α·g, or
         the regularised step of ``_regularisation`` (l1 or l2 > 0), coordinate by coordinate. Not the default
-        rule (row-wise with one learning rate and l1 = 0): region 2 steps its rows by ``_rowwise_alpha`` and
+        rule (row-wise with one learning rate): region 2 steps its rows by ``_rowwise_alpha`` and
         ``_rowwise_step``. A coordinate whose gradients have all been 0 (S = 0) takes no step: AdaGrad has no
         step size for it yet."""
         K = W.shape[1]
@@ -607,12 +653,22 @@ if HAVE_NUMBA:
         lrate_k/(S_jk^vexp + ε) (0 while S_jk = 0; sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
         W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
         ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; rowwise with ``uniform`` learning rates:
-        one factor for the row (``_row_catch_up_factor``); u (K) is scratch for the others."""
+        one factor for the row (``_row_catch_up_factor``), or with l1 > 0 one soft threshold for the row (the
+        flow of the regulariser alone stops at 0); u (K) is scratch for the others."""
         K = W.shape[1]
         if rowwise and uniform and l1 == 0:
             shrink = _row_catch_up_factor(S, j, lrate[0], behind, square_root, vexp, eps, l2)
             for k in range(K):
                 W[j, k] *= shrink
+        elif rowwise and uniform:  # l1 > 0, g = 0: r = |w| → max(r·e^(−y) − l1·α·φ(y), 0), one α for the row
+            zero, one = np.float32(0.0), np.float32(1.0)
+            s = S[j, 0]
+            a = lrate[0] * (behind / _step_denominator(s, square_root, vexp, eps)) if s > zero else zero
+            shrink, step = uniform_step_terms(a, l2) if l2 != 0 else (one, a)
+            for k in range(K):
+                w = W[j, k]
+                r = max(abs(w) * shrink - l1 * step, zero)
+                W[j, k] = -r if w < zero else r
         elif adagrad and not rowwise and square_root and l1 == 0:
             zero, one, never = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
             smallest = never  # the smallest S > 0 (S = 0: no gradient yet, no step); selects, so loops vectorise
@@ -742,7 +798,7 @@ if HAVE_NUMBA:
                                               np.float32(l2), np.float32(vexp))
         square_root = vexp == 0.5  # the default: sqrt is far cheaper than pow
         uniform = _all_equal(lrate)
-        default_step = rowwise and uniform and l1 == 0
+        default_step = rowwise and uniform  # one α per row
         counters[1] = 0
         for worker in prange(n_threads):
             Gw, listed, alpha = G[worker], touched[worker], alphas[worker]
@@ -793,7 +849,7 @@ if HAVE_NUMBA:
                     j = listed[c]
                     g = Gw[c]
                     if default_step:
-                        _rowwise_step(W, g, j, row_alpha[c], row_shrink[c], row_step[c], l2_32, factor)
+                        _rowwise_step(W, g, j, row_alpha[c], row_shrink[c], row_step[c], l1_32, l2_32, factor, alpha)
                     else:
                         for k in range(K):
                             g[k] *= inv_m

@@ -100,3 +100,52 @@ def test_the_step_terms_in_vector_lanes_are_the_same_bits(l2):
     np.testing.assert_allclose(shrink[:alpha.size], np.exp(-y), rtol=2e-6, atol=1e-38)
     phi = np.where(y > 0, -np.expm1(-y) / np.where(y > 0, y, 1), 1.0)
     np.testing.assert_allclose(step[:alpha.size], alpha * phi, rtol=3e-6, atol=1e-38)
+
+
+def l1_row_problem(l2):
+    """One long row whose coordinates take every path of the l1 step: on their side, stopped at 0 (|g| ≤ l1),
+    through 0 and on (|g| > l1), and from 0; with the row's one α, and e^(−y), α·φ(y) as the kernels get them."""
+    rng = np.random.default_rng(3)
+    w = rng.normal(scale=0.01, size=5000).astype(np.float32)
+    w[::7] = 0
+    g = rng.normal(scale=0.02, size=w.size).astype(np.float32)
+    alpha, l1, l2 = np.float32(0.5), np.float32(0.01), np.float32(l2)
+    shrink, step = uniform_step_terms(alpha, l2) if l2 else (np.float32(1.0), alpha)
+    return w, g, alpha, l1, l2, shrink, step
+
+
+@pytest.mark.parametrize("l2", [0.0, 1e-2, 1.0])
+def test_the_kernels_row_step_with_l1_is_the_float64_step(l2):
+    """_rowwise_step with l1 > 0 (row-wise AdaGrad, one learning rate: one α for the row, a float32 vector loop;
+    with l2 = 0 the coordinates that pass 0 go on in the same loop) against step_with_l1, the float64 closed
+    form per coordinate: the same to float32 rounding, and the same zeros."""
+    from mlnb.models._glm_kernels import _rowwise_step
+
+    w, g, alpha, l1, l2, shrink, step = l1_row_problem(l2)
+    W = w[None].copy()
+    _rowwise_step(W, g.copy(), 0, alpha, shrink, step, l1, l2, None, np.zeros(w.size, dtype=np.float32))
+    expected = np.array([step_with_l1(float(a), float(b), float(alpha), float(l1), float(l2)) for a, b in zip(w, g)])
+    side = np.where(w != 0, np.sign(w), np.where(np.abs(g) > l1, -np.sign(g), 0))
+    crossed = (np.sign(expected) != side) & (w != 0)
+    assert crossed.sum() > 100 and ((expected == 0) & (w != 0)).sum() > 100 and ((w == 0) & (expected != 0)).sum() > 100
+    assert (crossed & (expected != 0)).sum() > 100  # through 0 and on
+    np.testing.assert_allclose(W[0], expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
+    np.testing.assert_array_equal(W[0] == 0, expected == 0)
+
+
+@pytest.mark.parametrize("l2", [0.0, 1e-2, 1.0])
+def test_the_kernels_catch_up_with_l1_is_the_float64_flow(l2):
+    """The catch-up of a row the steps skipped (g = 0) with l1 > 0 under row-wise AdaGrad with one learning rate:
+    one soft threshold for the row, |w| → max(|w|·e^(−y) − l1·α·φ(y), 0), against the numpy step with g = 0."""
+    from mlnb.models._glm_kernels import _catch_up_row
+
+    w, _, _, l1, l2, _, _ = l1_row_problem(l2)
+    S, lrate, behind = np.full((1, 1), 0.04, dtype=np.float32), np.full(w.size, 0.1, dtype=np.float32), 0.5
+    W = w[None].copy()
+    _catch_up_row(W, S, 0, lrate, np.float32(0.1), True, True, True, True, np.float32(0.5), np.float32(1e-8), l1, l2,
+                  np.float32(behind), np.zeros(w.size, dtype=np.float32))
+    alpha = 0.1 * behind / (np.sqrt(0.04) + 1e-8)
+    expected = regularised_step(w.astype(np.float64), 0, np.full(w.size, alpha), float(l1), float(l2), np.float64)
+    assert 100 < (expected == 0).sum() < w.size - 100
+    np.testing.assert_allclose(W[0], expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
+    np.testing.assert_array_equal(W[0] == 0, expected == 0)
