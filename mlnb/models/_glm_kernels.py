@@ -431,6 +431,7 @@ if HAVE_NUMBA:
             pending = np.empty(longest, dtype=np.int64)
             pending_alpha = np.empty(longest, dtype=np.float32)
             pending_factor = np.empty(longest, dtype=np.float32)
+            pending_s = np.empty(longest, dtype=np.float32)
             unused = np.empty(longest, dtype=np.float32)
             while True:
                 piece = _claim(counters, 0)
@@ -446,11 +447,14 @@ if HAVE_NUMBA:
                         j = indices[p]
                         pending[n] = j
                         n += (T_last[j] < T_before) & (factor[j] == one)
-                    for q in range(n):
+                    for q in range(n):  # gathered, then α in vector lanes (a square root and a division each)
                         j = pending[q]
-                        s = S[j, 0]
-                        pending_alpha[q] = lrate[0] * (np.float32(T_before - T_last[j]) /
-                                                       _step_denominator(s, square_root, vexp32, eps32)) \
+                        pending_s[q] = S[j, 0]
+                        pending_alpha[q] = np.float32(T_before - T_last[j])
+                    for q in range(n):
+                        s = pending_s[q]
+                        pending_alpha[q] = lrate[0] * (pending_alpha[q] / _step_denominator(s, square_root, vexp32,
+                                                                                            eps32)) \
                             if s > zero else zero
                     uniform_step_terms_lanes(pending_alpha, l2_32, pending_factor, unused, n)
                     for q in range(n):
