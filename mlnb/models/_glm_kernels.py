@@ -581,7 +581,7 @@ if HAVE_NUMBA:
         otherwise goes on to the other side: with l2 = 0 for the rest of the step, α − r/c, in the same loop;
         with l2 > 0 those coordinates (marked in ``onward``, K) take the float64 step (``step_with_l1``, which
         finds the time w reaches 0, a log1p) after the loop. The float32 closed form agrees with the float64 step
-        to float32 rounding (tested against a dense float64 oracle); per coordinate in float64 it cost 4.6× a
+        to float32 rounding (tested against a dense float64 oracle); per coordinate in float64 it cost 4.3–4.6× a
         pass."""
         K = W.shape[1]
         zero, one, tiny = np.float32(0.0), np.float32(1.0), np.float32(1e-30)
