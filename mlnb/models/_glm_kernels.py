@@ -418,7 +418,7 @@ if HAVE_NUMBA:
         (``uniform_step_terms_lanes``; 1 where S_j = 0: no gradient yet, no step)."""
         m = D.shape[0]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
-        one, zero = np.float32(1.0), np.float32(0.0)
+        one = np.float32(1.0)
         eps32, l2_32, vexp32 = np.float32(eps), np.float32(l2), np.float32(vexp)
         square_root = vexp == 0.5
         longest = 0  # the most non-zeros of a piece
@@ -452,10 +452,8 @@ if HAVE_NUMBA:
                         pending_s[q] = S[j, 0]
                         pending_alpha[q] = np.float32(T_before - T_last[j])
                     for q in range(n):
-                        s = pending_s[q]
-                        pending_alpha[q] = lrate[0] * (pending_alpha[q] / _step_denominator(s, square_root, vexp32,
-                                                                                            eps32)) \
-                            if s > zero else zero
+                        pending_alpha[q] = _row_step(pending_s[q], lrate[0], pending_alpha[q], square_root, vexp32,
+                                                     eps32)
                     uniform_step_terms_lanes(pending_alpha, l2_32, pending_factor, unused, n)
                     for q in range(n):
                         factor[pending[q]] = pending_factor[q]
@@ -479,8 +477,7 @@ if HAVE_NUMBA:
         K = out.shape[0]
         zero = np.float32(0.0)
         if rowwise:
-            s = S[j, 0]
-            per = scale / _step_denominator(s, square_root, vexp, eps) if s > zero else zero
+            per = _row_step(S[j, 0], np.float32(1.0), scale, square_root, vexp, eps)
             for k in range(K):
                 out[k] = lrate[k] * per
         elif not adagrad:
@@ -519,15 +516,19 @@ if HAVE_NUMBA:
         """S^vexp + ε (√S + ε for the default vexp = ½: far cheaper than pow), float32."""
         return (np.sqrt(s) if square_root else s ** vexp) + eps
 
+    @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
+    def _row_step(s, lrate, time, square_root, vexp, eps):
+        """α = lrate·time/(s^vexp + ε): the step, over ``time`` of the schedule (a minibatch's τ, or the time a
+        row is behind), of a row whose AdaGrad sum is s (row-wise AdaGrad); 0 while s = 0 (no gradient yet,
+        no step). float32."""
+        return lrate * (time / _step_denominator(s, square_root, vexp, eps)) if s > np.float32(0.0) else np.float32(0.0)
+
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _row_catch_up_factor(S, j, lrate, behind, square_root, vexp, eps, l2):
         """e^(−l2·α_j), α_j = lrate·behind/(S_j^vexp + ε): the catch-up of row j for ``behind`` of the schedule's
         time under row-wise AdaGrad with one learning rate (``uniform_step_terms``' shrink); 1 while S_j = 0
         (no gradient yet, no step)."""
-        s = S[j, 0]
-        if s <= np.float32(0.0):
-            return np.float32(1.0)
-        return uniform_step_terms(lrate * (behind / _step_denominator(s, square_root, vexp, eps)), l2)[0]
+        return uniform_step_terms(_row_step(S[j, 0], lrate, behind, square_root, vexp, eps), l2)[0]
 
     @njit(cache=True)
     def _all_equal(values):
@@ -541,13 +542,12 @@ if HAVE_NUMBA:
     def _rowwise_alpha(S, g, j, lrate, tau, square_root, vexp, eps, R):
         """The first half of the default rule's step (row-wise AdaGrad, one learning rate): g = (R_j ∘) g, S_j +=
         mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no step yet)."""
-        zero = np.float32(0.0)
         if R is not None:
             for k in range(g.size):
                 g[k] *= R[j, k]
         s = S[j, 0] + _mean_square(g)
         S[j, 0] = s
-        return lrate * (tau / _step_denominator(s, square_root, vexp, eps) if s > zero else zero)
+        return _row_step(s, lrate, tau, square_root, vexp, eps)
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _rowwise_step(W, g, j, alpha, shrink, step, l1, l2, factor, onward):
@@ -626,10 +626,8 @@ if HAVE_NUMBA:
         if R is not None:
             for k in range(K):
                 g[k] *= R[j, k]
-        if rowwise:
-            s = S[j, 0] + _mean_square(g)
-            S[j, 0] = s
-            per = tau / _step_denominator(s, square_root, vexp, eps) if s > zero else zero
+        if rowwise:  # (g is already R_j ∘ g)
+            per = _rowwise_alpha(S, g, j, np.float32(1.0), tau, square_root, vexp, eps, None)
             for k in range(K):
                 alpha[k] = lrate[k] * per
         elif not adagrad:
@@ -666,8 +664,7 @@ if HAVE_NUMBA:
                 W[j, k] *= shrink
         elif rowwise and uniform:  # l1 > 0, g = 0: r = |w| → max(r·e^(−y) − l1·α·φ(y), 0), one α for the row
             zero, one = np.float32(0.0), np.float32(1.0)
-            s = S[j, 0]
-            a = lrate[0] * (behind / _step_denominator(s, square_root, vexp, eps)) if s > zero else zero
+            a = _row_step(S[j, 0], lrate[0], behind, square_root, vexp, eps)
             shrink, step = uniform_step_terms(a, l2) if l2 != 0 else (one, a)
             for k in range(K):
                 w = W[j, k]
