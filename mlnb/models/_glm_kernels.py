@@ -558,10 +558,7 @@ if HAVE_NUMBA:
         K scratch)."""
         K = W.shape[1]
         if l1 != 0:
-            if l2 != 0:
-                _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward)
-            else:  # y = 0: e^(−y) = 1, φ(y) = 1
-                _rowwise_step_l1(W, g, j, alpha, np.float32(1.0), alpha, l1, l2, onward)
+            _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward)
         elif l2 != 0:
             before = np.float32(1.0)
             if factor is not None:
@@ -576,7 +573,7 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward):
         """``_regularisation``'s step with l1 > 0 for a row with one α (shrink = e^(−y), step = α·φ(y),
-        y = l2·α), in a vector loop: on the side σ of w (from w = 0, the side −sign(g) when |g| > l1; else σ = 0),
+        y = l2·α; not read when l2 = 0), in a vector loop: on the side σ of w (from w = 0, the side −sign(g) when |g| > l1; else σ = 0),
         r = |w| moves to r·e^(−y) − (σ·g + l1)·α·φ(y); where that passes 0, w stops at 0 when |g| ≤ l1, and
         otherwise goes on to the other side: with l2 = 0 for the rest of the step, α − r/c, in the same loop;
         with l2 > 0 those coordinates (marked in ``onward``, K) take the float64 step (``step_with_l1``, which

@@ -186,37 +186,29 @@ if HAVE_NUMBA:
                 W[j, k] = np.float32(step_with_l1(np.float64(W[j, k]), gk, np.float64(alpha[k]), np.float64(l1),
                                                   np.float64(l2)))
 
-    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def uniform_step_terms(alpha, l2):
         """(e^(−y), α·φ(y)), y = l2·α, float32, by the forms ``regularised_row`` chooses for a row whose largest
-        y is this y: the shrink and the gradient's factor of the step, once for a row with one α."""
-        one, half = np.float32(1.0), np.float32(0.5)
-        y = l2 * alpha
-        if y < LINEAR_BELOW:
-            return one - y, alpha * (one - half * y)
-        if y < CUBIC_BELOW:
-            c2, c3, c4 = np.float32(1 / 2), np.float32(1 / 3), np.float32(1 / 4)
-            return one - y * (one - c2 * y * (one - c3 * y)), alpha * (one - c2 * y * (one - c3 * y * (one - c4 * y)))
-        per_l2 = np.float32(min(1.0 / np.float64(l2), FLOAT32_LARGEST))
-        shrink = exp_nonpositive(-y)
-        return shrink, (-expm1_small(-y) if y < HALF_LN2 else one - shrink) * per_l2
-
-    @njit(cache=True, fastmath=IEEE, error_model="numpy")
-    def uniform_step_terms_lanes(alpha, l2, shrink, step, n):
-        """shrink[c], step[c] = ``uniform_step_terms``(alpha[c], l2) for c < n, the same bits, in a loop without
-        branches (every form computed, the one for y chosen), which runs in vector lanes: ~0.5 ns a row against
-        ~15 ns for the call per row, whose exponential and expm1 wait on each other's polynomials (most rows of an
-        RCV1-shaped fit have y = l2·α between 0.01 and 0.1, the exponential's range)."""
+        y is this y: the shrink and the gradient's factor of the step, once for a row with one α. Without a
+        branch (every form computed, the one for y chosen), so that a loop over rows runs in vector lanes
+        (``uniform_step_terms_lanes``)."""
         one, half = np.float32(1.0), np.float32(0.5)
         c2, c3, c4 = np.float32(1 / 2), np.float32(1 / 3), np.float32(1 / 4)
         per_l2 = np.float32(min(1.0 / np.float64(l2), FLOAT32_LARGEST))
+        y = l2 * alpha
+        e = exp_nonpositive(-y)
+        shrunk = -expm1_small(-y) if y < HALF_LN2 else one - e  # 1 − e^(−y)
+        linear = y < LINEAR_BELOW
+        cubic = y < CUBIC_BELOW
+        shrink = (one - y) if linear else (one - y * (one - c2 * y * (one - c3 * y))) if cubic else e
+        step = (alpha * (one - half * y)) if linear else \
+            (alpha * (one - c2 * y * (one - c3 * y * (one - c4 * y)))) if cubic else shrunk * per_l2
+        return shrink, step
+
+    @njit(cache=True, fastmath=IEEE, error_model="numpy")
+    def uniform_step_terms_lanes(alpha, l2, shrink, step, n):
+        """shrink[c], step[c] = ``uniform_step_terms``(alpha[c], l2) for c < n, in vector lanes: ~0.5 ns a row
+        against ~8–15 ns one row at a time, whose exponential and expm1 wait on each other's polynomials (most
+        rows of an RCV1-shaped fit have y = l2·α between 0.01 and 0.1, the exponential's range)."""
         for c in range(n):
-            a = alpha[c]
-            y = l2 * a
-            e = exp_nonpositive(-y)
-            shrunk = -expm1_small(-y) if y < HALF_LN2 else one - e  # 1 − e^(−y)
-            linear = y < LINEAR_BELOW
-            cubic = y < CUBIC_BELOW
-            shrink[c] = (one - y) if linear else (one - y * (one - c2 * y * (one - c3 * y))) if cubic else e
-            step[c] = (a * (one - half * y)) if linear else \
-                (a * (one - c2 * y * (one - c3 * y * (one - c4 * y)))) if cubic else shrunk * per_l2
+            shrink[c], step[c] = uniform_step_terms(alpha[c], l2)

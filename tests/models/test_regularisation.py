@@ -83,8 +83,8 @@ def test_the_compiled_row_step_is_the_numpy_step(l1, l2):
 
 @pytest.mark.parametrize("l2", [1e-4, 1e-2, 1.0, 30.0])
 def test_the_step_terms_in_vector_lanes_are_the_same_bits(l2):
-    """uniform_step_terms_lanes (every form computed, one chosen per lane: the kernels' default step and its
-    catch-up factors) gives the bits of uniform_step_terms (one form, by a branch) for α across all its forms
+    """uniform_step_terms_lanes (the kernels' default step and its catch-up factors, a loop in vector lanes)
+    gives the bits of uniform_step_terms called one α at a time, for α across all its forms
     (y = l2·α from 0 through the linear, cubic and exponential ranges, and beyond ½ ln 2), 0 included; and the
     terms agree with the closed form e^(−y), α·φ(y). Only the first n entries are written."""
     rng = np.random.default_rng(7)
