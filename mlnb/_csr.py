@@ -15,6 +15,14 @@ copies were part of the 0.39 s that an LR pass spent outside its parallel region
 ``stack_rows``: ``sp.vstack`` of CSR row blocks, a block per thread (scipy's one-core copy was a
 quarter of the synthetic corpus's generation).
 
+``value_bounds``: (min, max, NaN count) of a CSR matrix's stored values, a share per thread (the one
+check of every X that enters a model was two of numpy's serial passes: 4.5 ms for 200k documents, a
+third of the 13 ms that an NB fit of them spent outside its parallel regions, ``bench_serial.py``).
+
+``row_order``: whether every row's column indices are increasing (scipy's ``has_sorted_indices``, and
+strictly: ``has_canonical_format``), rows on every thread, cached on the matrix as scipy caches its own
+answer.
+
 ``at_or_above``: the CSR structure of [S_ik ≥ t_k] of dense scores, each row's accepted columns
 counted and then written, rows on every thread (a decision rule's cut, the bootstrap's decisions).
 """
@@ -31,12 +39,14 @@ COUNT_ROWS_BYTES = 64 * 2**20
 #: non-zeros of a row copy above which it runs on every thread (below, starting the threads costs
 #: more than the copy: a minibatch's labels, ~3k, are copied on one)
 PARALLEL_COPY_NONZEROS = 32_768
-#: rows ahead of the one being copied whose non-zeros are asked for (``_copy_rows_parallel``)
+#: rows ahead of the one being copied whose non-zeros are asked for (``_copy_rows_parallel``, ``_copy_rows_serial``)
 COPY_AHEAD = 4
+#: rows ahead of the one being measured whose offsets (indptr[r], indptr[r + 1]) are asked for (``_row_offsets``)
+OFFSETS_AHEAD = 16
 _INT32_MAX = np.iinfo(np.int32).max
 
 if HAVE_NUMBA:
-    from mlnb._prefetch import prefetch_span
+    from mlnb._prefetch import prefetch_at, prefetch_span
 
     @njit(parallel=True, cache=True)
     def _count(indices, V, pieces, counts, bad):
@@ -52,9 +62,16 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _row_offsets(indptr, rows, out_indptr):
-        """out_indptr of the rows ``rows``: 0, then the running sum of their lengths."""
+        """out_indptr of the rows ``rows``: 0, then the running sum of their lengths. The rows lie in a
+        random order, and each indptr[r] is a wait on memory: asking for the one ``OFFSETS_AHEAD`` rows on
+        keeps that many on their way at once (a minibatch of 1,000 RCV1-shaped documents: ~50 → ~10 µs)."""
         out_indptr[0] = 0
-        for ii in range(rows.size):
+        n = rows.size
+        for ii in range(n):
+            if ii + OFFSETS_AHEAD < n:
+                ahead = rows[ii + OFFSETS_AHEAD]
+                prefetch_at(indptr, ahead)
+                prefetch_at(indptr, ahead + 1)
             r = rows[ii]
             out_indptr[ii + 1] = out_indptr[ii] + (indptr[r + 1] - indptr[r])
 
@@ -83,7 +100,13 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _copy_rows_serial(indptr, indices, data, rows, out_indptr, out_indices, out_data):
-        for ii in range(rows.size):
+        """``_copy_rows_parallel`` on one thread (few non-zeros: a minibatch's labels), asking for rows ahead alike."""
+        n = rows.size
+        for ii in range(n):
+            if ii + COPY_AHEAD < n:
+                ahead = rows[ii + COPY_AHEAD]
+                prefetch_span(indices, indptr[ahead], indptr[ahead + 1])
+                prefetch_span(data, indptr[ahead], indptr[ahead + 1])
             _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
 
     @njit(parallel=True, cache=True)
@@ -121,6 +144,76 @@ if HAVE_NUMBA:
                     q += 1
 
 
+if HAVE_NUMBA:
+
+    @njit(parallel=True, cache=True)
+    def _value_bounds(data, pieces, low, high, nans):
+        """low[p], high[p], nans[p]: min, max (NaN skipped) and NaN count of share p of data."""
+        n = data.size
+        share = (n + pieces - 1) // pieces
+        for p in prange(pieces):
+            lo, hi, bad = np.inf, -np.inf, 0
+            for q in range(p * share, min(n, (p + 1) * share)):
+                v = np.float64(data[q])
+                if v != v:
+                    bad += 1
+                else:
+                    lo = min(lo, v)
+                    hi = max(hi, v)
+            low[p], high[p], nans[p] = lo, hi, bad
+
+    @njit(parallel=True, cache=True)
+    def _row_order(indptr, indices, pieces, unsorted, repeated):
+        """unsorted[p] / repeated[p]: rows of share p with a decreasing / a repeated pair of column indices."""
+        n = indptr.size - 1
+        share = (n + pieces - 1) // pieces
+        for p in prange(pieces):
+            down = same = 0
+            for i in range(p * share, min(n, (p + 1) * share)):
+                for q in range(indptr[i], indptr[i + 1] - 1):
+                    down += indices[q] > indices[q + 1]
+                    same += indices[q] == indices[q + 1]
+            unsorted[p], repeated[p] = down, same
+
+
+#: stored values (or non-zeros) from which the scans above run on every thread (below, numpy's or scipy's own)
+PARALLEL_SCAN_VALUES = 1 << 16
+
+
+def _scan_pieces(size: int) -> int:
+    import numba
+
+    return max(1, min(4 * numba.get_num_threads(), size // PARALLEL_SCAN_VALUES))
+
+
+def value_bounds(data: np.ndarray) -> tuple[float, float, int]:
+    """(min, max, NaN count) of a 1-D float array's values, NaNs left out of min and max (±inf for none).
+    The same numbers whatever the thread count (min and max are exact in any order)."""
+    if not HAVE_NUMBA or data.size < PARALLEL_SCAN_VALUES or data.dtype.kind != "f":
+        nans = int(np.count_nonzero(np.isnan(data))) if data.dtype.kind == "f" else 0
+        finite = data[~np.isnan(data)] if nans else data
+        return (float(finite.min()), float(finite.max()), nans) if finite.size else (np.inf, -np.inf, nans)
+    pieces = _scan_pieces(data.size)
+    low, high, nans = np.empty(pieces), np.empty(pieces), np.empty(pieces, dtype=np.int64)
+    _value_bounds(data, pieces, low, high, nans)
+    return float(low.min()), float(high.max()), int(nans.sum())
+
+
+def row_order(M: sp.csr_matrix) -> bool:
+    """Whether M's rows have increasing column indices (scipy's ``has_sorted_indices``), answered on every
+    thread for a large M and kept in scipy's own cache of the answer, with ``has_canonical_format`` (strictly
+    increasing), so that neither scan is made again for this matrix object."""
+    if not HAVE_NUMBA or M.nnz < PARALLEL_SCAN_VALUES:
+        return bool(M.has_sorted_indices)
+    pieces = _scan_pieces(M.nnz)
+    unsorted, repeated = np.empty(pieces, dtype=np.int64), np.empty(pieces, dtype=np.int64)
+    _row_order(M.indptr, M.indices, pieces, unsorted, repeated)
+    ordered = not unsorted.any()
+    M.has_sorted_indices = ordered
+    M.has_canonical_format = ordered and not repeated.any()
+    return ordered
+
+
 def at_or_above(S: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(indptr int64 (n + 1,), indices (nnz,)) of [S_ik ≥ t_k] for dense native float scores S (n × K)
     and cuts t (K,), compared as numba compares their types (float32 against float64 in float64, as
@@ -155,10 +248,12 @@ def column_counts(indices: np.ndarray, V: int) -> np.ndarray:
     return counts.sum(axis=0)
 
 
-def copy_rows(indptr, indices, data, rows, index_dtype=None) -> tuple:
+def copy_rows(indptr, indices, data, rows, index_dtype=None, column_dtype=None, parallel=None) -> tuple:
     """(indptr, indices, data) of the rows ``rows`` (valid row numbers) of a CSR matrix's arrays, in
     that order: int32 indexed where the rows' non-zeros fit, else int64, or ``index_dtype`` when
-    given (the caller's to fit). Numba required."""
+    given (the caller's to fit); the column indices ``column_dtype`` when given, else as indptr.
+    On every thread when ``parallel``, else on one (None: above ``PARALLEL_COPY_NONZEROS`` non-zeros).
+    Numba required."""
     rows = np.asarray(rows, dtype=np.int64)
     offsets = np.empty(rows.size + 1, dtype=np.int64)
     _row_offsets(indptr, rows, offsets)
@@ -166,9 +261,9 @@ def copy_rows(indptr, indices, data, rows, index_dtype=None) -> tuple:
     if index_dtype is None:
         index_dtype = np.int32 if nonzeros <= _INT32_MAX else np.int64
     out_indptr = offsets.astype(index_dtype, copy=False)
-    out_indices = np.empty(nonzeros, dtype=index_dtype)
+    out_indices = np.empty(nonzeros, dtype=index_dtype if column_dtype is None else column_dtype)
     out_data = np.empty(nonzeros, dtype=data.dtype)
-    if nonzeros > PARALLEL_COPY_NONZEROS:
+    if (nonzeros > PARALLEL_COPY_NONZEROS) if parallel is None else parallel:
         import numba
 
         _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, numba.get_num_threads())

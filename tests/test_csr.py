@@ -73,3 +73,53 @@ def test_stack_rows_is_scipys_vstack(index_dtype):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     assert stacked.shape == expected.shape
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [0, 5, 1 << 17])
+def test_value_bounds_are_numpys_min_max_and_nan_count_on_any_number_of_threads(dtype, size):
+    rng = np.random.default_rng(size)
+    data = rng.normal(scale=1e3, size=size).astype(dtype)
+    cases = [data]
+    if size:
+        with_bad = data.copy()
+        with_bad[[0, size // 2, size - 1]] = [np.nan, np.inf, -np.inf]
+        all_nan = np.full(size, np.nan, dtype=dtype)
+        cases += [with_bad, all_nan]
+    before = numba.get_num_threads()
+    try:
+        for values in cases:
+            finite = values[~np.isnan(values)]
+            want = ((float(finite.min()), float(finite.max())) if finite.size else (np.inf, -np.inf),
+                    int(np.isnan(values).sum()))
+            for threads in sorted({1, before}):
+                numba.set_num_threads(threads)
+                low, high, nans = _csr.value_bounds(values)
+                assert ((low, high), nans) == want
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("rows", [3, 20_000])
+def test_row_order_is_scipys_answer_and_is_kept_on_the_matrix(rows):
+    """Sorted, sorted with a repeated index (sorted but not canonical), and unsorted: the answers of
+    scipy's own scans, and both flags cached on the matrix as scipy caches them."""
+    rng = np.random.default_rng(rows)
+    M = sp.random(rows, 400, density=0.05, format="csr", dtype=np.float32, random_state=rng)
+    M.sort_indices()
+    variants = {"canonical": M}
+    row = int(np.flatnonzero(np.diff(M.indptr) >= 2)[-1])  # a row of two or more, near the end
+    p = M.indptr[row]
+    repeated = M.copy()
+    repeated.indices[p + 1] = repeated.indices[p]
+    unsorted = M.copy()
+    unsorted.indices[p], unsorted.indices[p + 1] = unsorted.indices[p + 1], unsorted.indices[p]
+    variants |= {"repeated": repeated, "unsorted": unsorted}
+    for name, matrix in variants.items():
+        fresh = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape)
+        want_sorted, want_canonical = fresh.has_sorted_indices, fresh.has_canonical_format
+        assert (want_sorted, want_canonical) == {"canonical": (True, True), "repeated": (True, False),
+                                                 "unsorted": (False, False)}[name]
+        mine = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape)
+        assert _csr.row_order(mine) is want_sorted
+        assert (mine._has_sorted_indices, mine.has_canonical_format) == (want_sorted, want_canonical)

@@ -104,8 +104,10 @@ def _check_values(data: np.ndarray, X: sp.csr_matrix, where: str, first_line, ro
     a message quotes ``original`` (the values before the float32 conversion) when given."""
     if not data.size:
         return
-    low, high = data.min(), data.max()  # NaN propagates through min/max: one pass each when all is well
-    if np.isfinite(low) and np.isfinite(high) and max(high, -low) <= MAX_ABS_FEATURE \
+    from mlnb._csr import value_bounds  # (numba: imported when a matrix is checked, not with the sources)
+
+    low, high, nans = value_bounds(data)  # one pass, on every thread
+    if not nans and np.isfinite(low) and np.isfinite(high) and max(high, -low) <= MAX_ABS_FEATURE \
             and (low >= 0 or not non_negative):
         return
     shown = data if original is None else original
@@ -128,7 +130,9 @@ def _check_values(data: np.ndarray, X: sp.csr_matrix, where: str, first_line, ro
 def check_non_negative(X: sp.csr_matrix, where: str = "X", first_line: int | None = None,
                        row_lines: RowLines = None) -> None:
     """For a checked X (see check_features): every value ≥ 0, as the count models need."""
-    if X.nnz and X.data.min() < 0:
+    from mlnb._csr import value_bounds
+
+    if X.nnz and value_bounds(X.data)[0] < 0:
         _check_values(X.data, X, where, first_line, row_lines, non_negative=True)
 
 
@@ -144,7 +148,9 @@ def check_labels(Y, where: str = "Y", n_documents: int | None = None, first_line
         i = int(bad[0])
         raise MlnbError(f"{place(where, _row_of(Y, i), first_line, row_lines)}: label value {Y.data[i]} in "
                         f"category column {Y.indices[i]}; expected a 0/1 category matrix (documents × categories)")
-    if Y.dtype == np.int8 and Y.has_canonical_format and (Y.data == 1).all():
+    from mlnb._csr import row_order
+
+    if Y.dtype == np.int8 and row_order(Y) and Y.has_canonical_format and (Y.data == 1).all():
         return Y
     Y = Y.astype(np.int8)
     Y.eliminate_zeros()

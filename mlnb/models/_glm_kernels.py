@@ -126,10 +126,27 @@ def _softmax_residual(Z, Yb):
 _SCIPY_RESIDUALS = {"sigmoid": _sigmoid_residual, "softmax": _softmax_residual}
 
 
+if HAVE_NUMBA:
+
+    @njit(cache=True)
+    def _column_means(D):
+        """(Σ_i D_i) / m in float32, the rows added in order: ``D.mean(axis=0)``'s bits for K ≥ 2, where numpy
+        adds row by row (for K = 1 it sums pairwise), without its ~30 µs of calls a minibatch."""
+        m, K = D.shape
+        out = np.zeros(K, dtype=np.float32)
+        for i in range(m):
+            for k in range(K):
+                out[k] += D[i, k]
+        for k in range(K):
+            out[k] = out[k] / np.float32(m)
+        return out
+
+
 def _update_bias(b, Sb, D, lrate, tau, adagrad, vexp, eps):
     """g_b = 1ᵀ·D / m;  adagrad: S_b += g_b², b −= lrate·τ·g_b / (S_b^vexp + ε) (no step while S_b = 0);
     sgd: b −= lrate·τ·g_b."""
-    gb = D.mean(axis=0)  # (K,)
+    compiled = HAVE_NUMBA and D.ndim == 2 and D.shape[1] > 1 and D.dtype == np.float32 and D.shape[0] > 0
+    gb = _column_means(D) if compiled else D.mean(axis=0)  # (K,)
     scale = lrate * np.float32(tau)
     if adagrad:
         Sb += gb * gb

@@ -95,6 +95,7 @@ from mlnb.models._linear import (
     as_csr_float32,
     as_label_matrix,
     as_one_hot,
+    check_labels,
     prior_log_odds,
 )
 from mlnb.models.minibatch import (
@@ -371,10 +372,10 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         """Y as CSR int8 (n × K): 0/1 (multilabel), or one-hot from labels or a one-hot matrix (multiclass)."""
         if link == "softmax":
             return as_one_hot(Y, n, n_classes=n_categories).astype(np.int8)
-        Y = as_label_matrix(Y, n)
+        Y = check_labels(Y, "Y", n_documents=n)  # CSR int8 0/1 already: no float32 copy and back
         if n_categories is not None and Y.shape[1] != n_categories:
             raise MlnbError(f"Y has {Y.shape[1]} categories, but the model has {n_categories}")
-        return Y.astype(np.int8)
+        return Y
 
     @staticmethod
     def _category_counts(category_counts, K: int | None = None) -> tuple[np.ndarray, int]:

@@ -9,13 +9,14 @@ import pytest
 import scipy.sparse as sp
 
 from mlnb import MlnbError
-from mlnb.models import _glm_kernels
+from mlnb.models import _glm_kernels, minibatch
 from mlnb.models._glm_kernels import KERNELS, ThreadPolicy, word_blocks
 from mlnb.models.minibatch import (
     ChunkStreamSource,
     InMemorySource,
     Updater,
     average_states,
+    minibatch_views,
     take_rows,
 )
 
@@ -89,6 +90,32 @@ def test_in_memory_source_is_todays_seeded_order():
     np.testing.assert_array_equal(sp.vstack([b.X for b in in_order]).toarray(), X.toarray())
 
 
+@pytest.mark.parametrize("group_nonzeros", [1, 60, 400, 1 << 20])
+def test_minibatches_copied_in_groups_are_each_minibatchs_own_copy(monkeypatch, group_nonzeros):
+    """``minibatch_views`` copies groups of consecutive minibatches at once (a group of one minibatch, of
+    a few, of all): each minibatch has the arrays ``take_rows`` gives it alone, dtypes included."""
+    monkeypatch.setattr(minibatch, "GROUP_NONZEROS", group_nonzeros)
+    X, Y = corpus(n=200)
+    order = np.random.default_rng(1).permutation(200)
+    bounds = np.array([0, 1, 17, 17 + 16, 50, 51, 120, 199, 200])  # uneven, with minibatches of one row
+    views = list(minibatch_views(X, Y, order, bounds))
+    assert len(views) == bounds.size - 1
+    for (X_B, Y_B), a, e in zip(views, bounds[:-1], bounds[1:]):
+        for got, want in ((X_B, take_rows(X, order[a:e])), (Y_B, take_rows(Y, order[a:e]))):
+            assert got.shape == want.shape
+            for mine, theirs in ((got.indptr, want.indptr), (got.indices, want.indices), (got.data, want.data)):
+                assert mine.dtype == theirs.dtype
+                np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_minibatch_beyond_int32_non_zeros_is_refused_before_any_copy(monkeypatch):
+    X, Y = corpus()
+    # 2^31 − 1 made small: the first minibatch (16 rows) fits, the second (74 rows) does not
+    monkeypatch.setattr(minibatch, "MAX_MINIBATCH_NONZEROS", int(np.diff(X.indptr)[:16].sum()) + 1)
+    with pytest.raises(MlnbError, match=r"a minibatch of 74 documents holds 2\^31 or more non-zeros; lower batch_size"):
+        next(minibatch_views(X, Y, np.arange(90), np.array([0, 16, 90])))
+
+
 @pytest.mark.parametrize("buffer_chunks", [1, 2, 10])
 def test_unshuffled_stream_gives_full_minibatches_across_chunk_boundaries(buffer_chunks):
     X, Y = corpus()
@@ -101,7 +128,9 @@ def test_unshuffled_stream_gives_full_minibatches_across_chunk_boundaries(buffer
     assert all(b.Y.dtype == np.int8 and b.X.indices.dtype == np.int32 for b in batches)
 
 
-def test_stream_shuffled_in_one_buffer_is_the_in_memory_order():
+@pytest.mark.parametrize("group_nonzeros", [1, 150, 1 << 20])
+def test_stream_shuffled_in_one_buffer_is_the_in_memory_order(monkeypatch, group_nonzeros):
+    monkeypatch.setattr(minibatch, "GROUP_NONZEROS", group_nonzeros)  # groups of one minibatch, of a few, of all
     X, Y = corpus()
     stream = ChunkStreamSource(chunked(X, Y, [30, 30, 30]), 40, 5, batch_size=16, buffer_chunks=3)
     memory = InMemorySource(X, Y, batch_size=16)
@@ -112,15 +141,24 @@ def test_stream_shuffled_in_one_buffer_is_the_in_memory_order():
             np.testing.assert_array_equal(s.Y.toarray(), m.Y.toarray())
 
 
-def test_stream_shuffles_only_within_a_buffer():
+@pytest.mark.parametrize("sizes, batch_size", [([30, 30, 30], 10), ([23, 41, 26], 16)])
+def test_stream_shuffles_only_within_a_buffer(monkeypatch, sizes, batch_size):
+    """Every document once per pass, each minibatch from one buffer or (carried over) two, shuffled."""
+    monkeypatch.setattr(minibatch, "GROUP_NONZEROS", 100)  # a buffer's minibatches copied in several groups
     X, Y = corpus()
-    source = ChunkStreamSource(chunked(X, Y, [30, 30, 30]), 40, 5, batch_size=10, buffer_chunks=1)
+    source = ChunkStreamSource(chunked(X, Y, sizes), 40, 5, batch_size=batch_size, buffer_chunks=1)
     batches = list(source.minibatches(np.random.default_rng(0)))
+    rest = [90 % batch_size] if 90 % batch_size else []
+    assert [b.X.shape[0] for b in batches] == [batch_size] * (90 // batch_size) + rest
     rows = rows_of(batches, X)
     assert sorted(chain(*rows)) == list(range(90))  # every document once per pass
-    for i, batch_rows in enumerate(rows):  # batch i holds documents of buffer i // 3 only
-        assert {r // 30 for r in batch_rows} == {i // 3}
-    assert list(chain(*rows)) != list(range(90))  # and they are shuffled within it
+    ends = np.cumsum(sizes)
+    for i, batch_rows in enumerate(rows):  # the buffers a minibatch's positions in the pass fall in
+        first, last = i * batch_size, i * batch_size + len(batch_rows) - 1
+        buffer_of = lambda position: int(np.searchsorted(ends, position, side="right"))  # noqa: E731
+        buffers = set(range(buffer_of(first), buffer_of(last) + 1))
+        assert {buffer_of(r) for r in batch_rows} == buffers
+    assert list(chain(*rows)) != list(range(90))  # and they are shuffled within each buffer
 
 
 @pytest.mark.parametrize("chunk, message", [
@@ -393,3 +431,12 @@ def test_row_wise_catch_up_factors_are_applied_once_and_reset_after_an_interrupt
     uninterrupted = train()
     assert min(stale_rows[1:]) > 0  # every step after the first caught rows up
     assert np.array_equal(train(interrupt_at=3), uninterrupted)
+
+
+@pytest.mark.parametrize("m, K", [(1, 2), (7, 3), (1000, 103), (999, 1000)])
+def test_bias_gradient_is_numpys_column_mean_bit_for_bit(m, K):
+    """``_column_means`` (rows added in order, float32) is ``D.mean(axis=0)`` for K ≥ 2; the bias step
+    with it is numpy's (K = 1 keeps numpy's pairwise mean)."""
+    scales = 10.0 ** np.arange(-3, 4)[np.arange(K) % 7]  # columns from 1e-3 to 1e3
+    D = (np.random.default_rng(m).standard_normal((m, K)) * scales).astype(np.float32)
+    np.testing.assert_array_equal(_glm_kernels._column_means(D).view(np.int32), D.mean(axis=0).view(np.int32))

@@ -54,11 +54,10 @@ class NBCounts:
             raise MlnbError(f"X has {X.shape[0]} documents but Y has {Y.shape[0]}")
         if presence and squares:
             raise MlnbError("the counts of presence [X > 0] have no sums of squares")
-        F, t, S, F2, t2 = count_chunk(Y, X, binary=presence, squares=squares)  # (K, V), (V,), (K,), ...
+        F, t, S, F2, t2, N = count_chunk(Y, X, binary=presence, squares=squares)  # (K, V), (V,), (K,), ..., (K,)
         lo = hi = integer = None
         if column_stats:
             lo, hi, integer = column_statistics(X)  # (V,) each
-        N = np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()  # (K,)
         return cls(F=F, t=t, N=N, n=X.shape[0], presence=presence, F2=F2, t2=t2, lo=lo, hi=hi,
                    integer=integer, S=S)
 
