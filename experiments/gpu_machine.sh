@@ -11,6 +11,7 @@
 #          at 2 and 16 threads
 # study16  the whole RCV1-scale quickstart once, on every core, with its --profile table
 # regions  experiments/bench_lr_floor.py at 1, 4 and 16 threads: each parallel region of the LR pass
+# serial   experiments/bench_serial.py: each stage's one-thread seconds outside its parallel regions there
 # Each part has its own time limit, so that one that hangs leaves the others their time; everything
 # printed goes to $OUT/log.txt as well, with the JSON and CSV results beside it.
 set -u
@@ -51,6 +52,10 @@ if has study16; then
     timeout 120 python3 -m mlnb_entry run configs/quickstart.toml --quiet --profile --out /tmp/study16 \
         --set data.synthetic.n_documents=781265 --set data.synthetic.n_features=47236 --set data.test_fraction=0.2 \
         2>&1 | tail -25
+fi
+if has serial; then
+    echo "== bench_serial.py (one thread: the seconds outside the parallel regions, Amdahl's bound)"
+    timeout 150 python3 experiments/bench_serial.py --repeats 3
 fi
 if has regions; then
     for t in 1 4 16; do

@@ -86,9 +86,9 @@ from mlnb.data.validate import check_labels, check_scores
 from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics._pointwise import decision_counts, pointwise_sums
 from mlnb.metrics.classification import logit
-from mlnb.metrics.ranking import (HAVE_NUMBA, _label_column_reader, auc_from_curve, average_precision_from_curve,
-                                  depth_lift, fpr_grid, gains_on_grid, label_ranking_metrics, rank_curve, roc_lift,
-                                  roc_on_grid, worker_threads)
+from mlnb.metrics.ranking import (HAVE_NUMBA, _positives_by_column, auc_from_curve, average_precision_from_curve,
+                                  depth_lift, fpr_grid, gains_on_grid, label_ranking_metrics, rank_curve, rank_parts,
+                                  roc_lift, roc_on_grid, worker_threads)
 if HAVE_NUMBA:
     from mlnb.metrics.ranking import top_k_hits
 
@@ -191,11 +191,6 @@ class Evaluation:
         """The excluded categories with their test counts and the reason."""
         return self.per_category.loc[self.excluded, ["category", "name", "n_pos", "n_neg", "excluded"]] \
             .rename(columns={"excluded": "reason"}).reset_index(drop=True)
-
-
-def _label_columns(Y_true, n: int, K: int):
-    """A function k -> boolean column k of Y, from sparse or dense input, without densifying Y."""
-    return _label_column_reader(Y_true, n)
 
 
 def _rank_part(y: np.ndarray, z: np.ndarray, grid: np.ndarray, keep_curve: bool):
@@ -467,11 +462,11 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
     pooled = np.ones(K, dtype=bool)
     pooled[list(reasons)] = False
     columns = None if pooled.all() else np.flatnonzero(pooled)
-    column = _label_columns(Y_true, n, K)
+    positives_at, positives = _positives_by_column(Y_true, K)  # each category's documents, as CSC
     cut, grid = logit(threshold), fpr_grid(roc_points)
 
     def work(k: int):
-        return _rank_part(column(k), np.ascontiguousarray(scores[:, k]), grid, k in keep)
+        return rank_parts(scores, k, positives[positives_at[k]:positives_at[k + 1]], grid, k in keep)
 
     threads = worker_threads(n_threads)  # numba's count unless given: one setting for all
     if threads == 1:  # one thread: every part in this one, one after the other

@@ -523,6 +523,75 @@ def _with_threads(run, n_threads: int | None):
         numba.set_num_threads(before)
 
 
+def rank_parts(scores: np.ndarray, k: int, rows: np.ndarray, grid: np.ndarray, keep_curve: bool):
+    """(AUC, ROC on ``grid``, gains on ``grid``, the curve if ``keep_curve`` else None, AP) of column k of
+    checked scores (n × K float, no NaN) whose positives are the documents ``rows`` (distinct): the numbers of
+    ``auc_from_curve``, ``roc_on_grid``, ``gains_on_grid`` and ``average_precision_from_curve`` of
+    ``rank_curve``, bit for bit, for ``evaluate``'s thread pool. The column and its positives are gathered
+    in one compiled call and the curve, its sums and both grids made in another, both letting other threads
+    run, with numpy's two sorts between them: the per-category checks and the dozen small numpy calls of
+    ``rank_curve`` and its functions each took and gave back Python's lock, which the 16 threads of
+    ``evaluate()`` then queued for (on a 16-core machine it took 0.209 s at 16 threads, 0.162 s at 8, with
+    a CPU critical path of 0.056 s)."""
+    n = scores.shape[0]
+    if not HAVE_NUMBA:  # the functions of the curve themselves
+        y = np.zeros(n, dtype=bool)
+        y[rows] = True
+        curve = rank_curve(y, np.ascontiguousarray(scores[:, k]))
+        return auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid), \
+            curve if keep_curve else None, average_precision_from_curve(curve)
+    ascending, positives = _column_and_positives(scores, k, rows)
+    ascending.sort()  # numpy's sort, as ``rank_curve``'s (np.sort sorts a copy in place the same way)
+    positives.sort()
+    at = np.ascontiguousarray(grid, dtype=np.float64)
+    roc, gains = np.empty(at.shape), np.empty(at.shape)
+    thresholds, tp, fp, twice_area, precision_sum = _curve_on_grid(ascending, positives, at.ravel(), roc.ravel(),
+                                                                   gains.ravel())
+    n_pos, n_neg = int(positives.size), int(n - positives.size)
+    twice_area, precision_sum = int(twice_area), float(precision_sum)
+    curve = RankCurve(thresholds=thresholds, tp=tp, fp=fp, n_pos=n_pos, n_neg=n_neg,
+                      sums=(twice_area, precision_sum)) if keep_curve else None
+    defined = n_pos > 0 and n_neg > 0
+    auc = float(twice_area / 2.0 / (n_pos * n_neg)) if defined else float("nan")  # as ``auc_from_curve``
+    return auc, roc, gains, curve, float(precision_sum / n_pos) if n_pos else float("nan")
+
+
+if HAVE_NUMBA:
+
+    @njit(cache=True, nogil=True)
+    def _column_and_positives(scores, k, rows):
+        """(scores[:, k], scores[rows, k]) as new contiguous arrays."""
+        n = scores.shape[0]
+        column = np.empty(n, dtype=scores.dtype)
+        for i in range(n):
+            column[i] = scores[i, k]
+        positives = np.empty(rows.size, dtype=scores.dtype)
+        for j in range(rows.size):
+            positives[j] = scores[rows[j], k]
+        return column, positives
+
+    @njit(cache=True, nogil=True)
+    def _curve_on_grid(ascending, positives, at, roc, gains):
+        """``rank_curve``'s arrays and sums from the sorted scores and positives (``_fill_curve``), and
+        roc[g], gains[g] at x = at[g] (``_grid_walk``), NaN where undefined (no positive, or no negative
+        for the ROC)."""
+        m = _count_distinct(ascending)
+        thresholds = np.empty(m + 1, dtype=ascending.dtype)
+        tp, fp = np.empty(m + 1, dtype=np.int64), np.empty(m + 1, dtype=np.int64)
+        twice_area, precision_sum = _fill_curve(ascending, positives, thresholds, tp, fp)
+        n_pos = positives.size
+        n_neg = ascending.size - n_pos
+        if n_pos > 0 and n_neg > 0:
+            _grid_walk(tp, fp, n_pos, n_neg, False, at, roc)
+        else:
+            roc[:] = np.nan
+        if n_pos > 0:
+            _grid_walk(tp, fp, n_pos, n_neg, True, at, gains)
+        else:
+            gains[:] = np.nan
+        return thresholds, tp, fp, twice_area, precision_sum
+
+
 def _label_column_reader(Y_true, n: int):
     """k -> boolean column k of Y (sparse or dense), without densifying Y."""
     if sp.issparse(Y_true):

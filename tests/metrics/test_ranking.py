@@ -5,7 +5,7 @@ import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from mlnb.metrics.ranking import (auc_from_curve, average_precision_from_curve, depth_lift, fpr_grid, gains_on_grid,
-                                  rank_curve, roc_auc, roc_curve_exact, roc_lift, roc_on_grid)
+                                  rank_curve, rank_parts, roc_auc, roc_curve_exact, roc_lift, roc_on_grid)
 
 
 @pytest.fixture
@@ -348,3 +348,39 @@ def test_a_columns_numbers_do_not_depend_on_its_group(many_columns):
     for results in (auc, single, paired):
         for other in results[1:]:
             np.testing.assert_array_equal(results[0], other)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_categorys_rank_parts_are_those_of_its_curve_bit_for_bit(dtype):
+    """``rank_parts`` (``evaluate``'s work per category: two compiled calls and numpy's sorts) gives the AUC,
+    ROC and gains on the grid, curve and AP of ``rank_curve`` and the functions of its curve, bit for bit:
+    ties (many, and of ±0 and ±inf), a category without positives, one without negatives, one positive."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    S = np.empty((n, 6), dtype=dtype)
+    S[:, 0] = rng.normal(size=n)
+    S[:, 1] = np.round(rng.normal(size=n), 1)  # many ties
+    S[:, 2] = rng.choice([-0.0, 0.0, 1.0, -np.inf, np.inf], size=n)
+    S[:, 3:] = rng.normal(size=(n, 3))
+    Y = (rng.random((n, 6)) < 0.3).astype(np.int8)
+    Y[:, 3] = 0  # no positive
+    Y[:, 4] = 1  # no negative
+    Y[:, 5] = 0
+    Y[17, 5] = 1  # one positive
+    grid = fpr_grid(101)
+    for scores in (S, np.asfortranarray(S)):  # any layout
+        for k in range(6):
+            y = Y[:, k].astype(bool)
+            curve = rank_curve(y, np.ascontiguousarray(scores[:, k]))
+            want = (auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid),
+                    average_precision_from_curve(curve))
+            auc, roc, gains, kept, ap = rank_parts(scores, k, np.flatnonzero(y), grid, keep_curve=True)
+            np.testing.assert_array_equal(np.float64(auc).view(np.int64), np.float64(want[0]).view(np.int64))
+            np.testing.assert_array_equal(np.float64(ap).view(np.int64), np.float64(want[3]).view(np.int64))
+            np.testing.assert_array_equal(roc.view(np.int64), want[1].view(np.int64))
+            np.testing.assert_array_equal(gains.view(np.int64), want[2].view(np.int64))
+            for name in ("thresholds", "tp", "fp"):
+                np.testing.assert_array_equal(getattr(kept, name), getattr(curve, name))
+                assert getattr(kept, name).dtype == getattr(curve, name).dtype
+            assert (kept.n_pos, kept.n_neg, kept.sums) == (curve.n_pos, curve.n_neg, curve.sums)
+            assert rank_parts(scores, k, np.flatnonzero(y), grid, keep_curve=False)[3] is None
