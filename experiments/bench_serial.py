@@ -14,8 +14,9 @@ Each stage (those of ``bench_threads.py`` whose parallel parts are numba kernels
 the LR pass, DeLong tests and intervals, bootstrap) runs on one thread (``numba.set_num_threads(1)``),
 and the CPU seconds of the calling thread (``time.thread_time``: what other processes' load does not
 inflate) are split into those inside the numba functions compiled with ``parallel=True`` (every such
-function of mlnb's modules, wrapped with a timer after a first untimed run compiled them) and the rest:
-numpy and scipy calls, Python glue, serial compiled code. The minimum over ``--repeats`` runs of each.
+function of mlnb's modules, wrapped with a timer after a first untimed run compiled them) and the
+``POOLED`` functions (numpy on a thread pool beyond one thread), and the rest: numpy and scipy calls,
+Python glue, serial compiled code. The minimum over ``--repeats`` runs of each.
 
 The bound is optimistic: a parallel region itself may hold serial loops, and its threads may wait on
 one another (``bench_threads.py`` measures that on the machine at hand). ``evaluate()`` and ``roc_auc``
@@ -42,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_threads import load, make_data, stages  # noqa: E402
 
 NUMBA_STAGES = ("NB fit", "scoring", "LR pass", "DeLong tests", "DeLong intervals", "bootstrap")
+#: functions that split their work over a thread pool beyond one thread (numpy lets the threads run): parallel
+#: parts too, though not numba's
+POOLED = (("mlnb._csr", "value_bounds"), ("mlnb.models.naive_bayes.fused", "log_in_place"))
 CHECKED_THREADS = (2, 4, 8, 16)
 
 
@@ -66,11 +70,16 @@ class RegionClock:
         return region
 
     def install(self) -> int:
-        """Wrap every parallel dispatcher in every loaded mlnb module; returns how many there are."""
+        """Wrap every parallel dispatcher in every loaded mlnb module, and the ``POOLED`` functions; returns how
+        many there are."""
+        import importlib
+
         wrappers = {}
+        pooled = {id(getattr(importlib.import_module(module), name, None)) for module, name in POOLED} - {id(None)}
         for module in [m for name, m in sys.modules.items() if name == "mlnb" or name.startswith("mlnb.")]:
             for name, value in list(vars(module).items()):
-                if isinstance(value, numba.core.dispatcher.Dispatcher) and value.targetoptions.get("parallel"):
+                parallel = isinstance(value, numba.core.dispatcher.Dispatcher) and value.targetoptions.get("parallel")
+                if parallel or id(value) in pooled:
                     wrapper = wrappers.setdefault(id(value), self._timed(value))
                     self._wrapped.append((module, name, value))
                     setattr(module, name, wrapper)
@@ -154,7 +163,9 @@ def main() -> None:
                                    if (Path(options.old) / "experiments" / "bench_serial.py").exists()
                                    else __file__, "--json", "--documents", str(options.documents),
                                    "--repeats", str(options.repeats), "--resamples", str(options.resamples)],
-                                  cwd=options.old, env=env, capture_output=True, text=True, check=True)
+                                  cwd=options.old, env=env, capture_output=True, text=True, check=False)
+            if done.returncode:
+                sys.exit(f"the run of {options.old} failed: {done.stderr.strip()[-2000:]}")
             theirs = json.loads(done.stdout.strip().splitlines()[-1])
             runs["--old"] = {k: tuple(min(a, b) for a, b in zip(v, runs.get("--old", {}).get(k, (np.inf,) * 2)))
                              for k, v in theirs.items()}

@@ -15,7 +15,7 @@ copies were part of the 0.39 s that an LR pass spent outside its parallel region
 ``stack_rows``: ``sp.vstack`` of CSR row blocks, a block per thread (scipy's one-core copy was a
 quarter of the synthetic corpus's generation).
 
-``value_bounds``: (min, max, NaN count) of a CSR matrix's stored values, a share per thread (the one
+``value_bounds``: numpy's (min, max) of a CSR matrix's stored values, a piece per thread (the one
 check of every X that enters a model was two of numpy's serial passes: 4.5 ms for 200k documents, a
 third of the 13 ms that an NB fit of them spent outside its parallel regions, ``bench_serial.py``).
 
@@ -147,22 +147,6 @@ if HAVE_NUMBA:
 if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
-    def _value_bounds(data, pieces, low, high, nans):
-        """low[p], high[p], nans[p]: min, max (NaN skipped) and NaN count of share p of data."""
-        n = data.size
-        share = (n + pieces - 1) // pieces
-        for p in prange(pieces):
-            lo, hi, bad = np.inf, -np.inf, 0
-            for q in range(p * share, min(n, (p + 1) * share)):
-                v = np.float64(data[q])
-                if v != v:
-                    bad += 1
-                else:
-                    lo = min(lo, v)
-                    hi = max(hi, v)
-            low[p], high[p], nans[p] = lo, hi, bad
-
-    @njit(parallel=True, cache=True)
     def _row_order(indptr, indices, pieces, unsorted, repeated):
         """unsorted[p] / repeated[p]: rows of share p with a decreasing / a repeated pair of column indices."""
         n = indptr.size - 1
@@ -176,7 +160,7 @@ if HAVE_NUMBA:
             unsorted[p], repeated[p] = down, same
 
 
-#: stored values (or non-zeros) from which the scans above run on every thread (below, numpy's or scipy's own)
+#: non-zeros from which ``row_order`` runs on every thread (below, scipy's own scan)
 PARALLEL_SCAN_VALUES = 1 << 16
 
 
@@ -186,17 +170,30 @@ def _scan_pieces(size: int) -> int:
     return max(1, min(4 * numba.get_num_threads(), size // PARALLEL_SCAN_VALUES))
 
 
-def value_bounds(data: np.ndarray) -> tuple[float, float, int]:
-    """(min, max, NaN count) of a 1-D float array's values, NaNs left out of min and max (±inf for none).
-    The same numbers whatever the thread count (min and max are exact in any order)."""
-    if not HAVE_NUMBA or data.size < PARALLEL_SCAN_VALUES or data.dtype.kind != "f":
-        nans = int(np.count_nonzero(np.isnan(data))) if data.dtype.kind == "f" else 0
-        finite = data[~np.isnan(data)] if nans else data
-        return (float(finite.min()), float(finite.max()), nans) if finite.size else (np.inf, -np.inf, nans)
-    pieces = _scan_pieces(data.size)
-    low, high, nans = np.empty(pieces), np.empty(pieces), np.empty(pieces, dtype=np.int64)
-    _value_bounds(data, pieces, low, high, nans)
-    return float(low.min()), float(high.max()), int(nans.sum())
+#: values of a ``value_bounds`` piece (below, one piece: starting threads would cost more than they save). One
+#: thread of the development machine reads at its memory's full rate (min and max of 15M float32: 3.1 ms on
+#: one thread or two), but one thread of the 16-core machine reads at a seventh of its machine's rate
+BOUNDS_PIECE_VALUES = 1 << 21
+
+
+def value_bounds(data: np.ndarray) -> tuple[float, float]:
+    """(min, max) of an array's values, NaN if any value is NaN (numpy's ``min`` and ``max``): in pieces
+    on numba's thread count of threads for a large array (numpy lets other threads run in a reduction),
+    the same answer whatever the thread count (min and max are exact in any order)."""
+    from mlnb._numba import worker_threads
+
+    data = np.ravel(data)
+    if not data.size:
+        return np.inf, -np.inf
+    threads = min(worker_threads(), data.size // BOUNDS_PIECE_VALUES)
+    if threads <= 1:
+        return float(data.min()), float(data.max())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        found = list(pool.map(lambda piece: (piece.min(), piece.max()), np.array_split(data, threads)))
+    lows, highs = np.array([low for low, _ in found]), np.array([high for _, high in found])
+    return float(lows.min()), float(highs.max())  # NaN propagates through these too
 
 
 def row_order(M: sp.csr_matrix) -> bool:

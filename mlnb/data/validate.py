@@ -106,8 +106,8 @@ def _check_values(data: np.ndarray, X: sp.csr_matrix, where: str, first_line, ro
         return
     from mlnb._csr import value_bounds  # (numba: imported when a matrix is checked, not with the sources)
 
-    low, high, nans = value_bounds(data)  # one pass, on every thread
-    if not nans and np.isfinite(low) and np.isfinite(high) and max(high, -low) <= MAX_ABS_FEATURE \
+    low, high = value_bounds(data)  # NaN propagates through min/max: a pass each when all is well, on every thread
+    if np.isfinite(low) and np.isfinite(high) and max(high, -low) <= MAX_ABS_FEATURE \
             and (low >= 0 or not non_negative):
         return
     shown = data if original is None else original

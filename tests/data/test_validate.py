@@ -1,5 +1,6 @@
-"""The checks every X passes (``mlnb.data.validate``) on a matrix large enough for the one-pass scan on
-every thread (``mlnb._csr.value_bounds``): the same refusals, naming the same document, as on a small one."""
+"""The checks every X passes (``mlnb.data.validate``) on matrices large enough for their scans on every
+thread (``mlnb._csr.value_bounds`` in pieces, ``row_order``): the same refusals, naming the same document,
+as on a small one."""
 
 import numpy as np
 import pytest
@@ -9,6 +10,11 @@ from mlnb import MlnbError, _csr
 from mlnb.data.validate import MAX_ABS_FEATURE, check_features, check_labels, check_non_negative
 
 ROWS = 20_000  # × 400 × 0.05: 400k stored values, above PARALLEL_SCAN_VALUES
+
+
+@pytest.fixture(autouse=True)
+def pieces_of_values(monkeypatch):
+    monkeypatch.setattr(_csr, "BOUNDS_PIECE_VALUES", 1 << 14)  # 400k values: pieces on every thread
 
 
 def large_counts(dtype=np.float32) -> sp.csr_matrix:
