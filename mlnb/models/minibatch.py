@@ -87,9 +87,8 @@ def minibatch_views(X: sp.csr_matrix, Y: sp.csr_matrix, order: np.ndarray, bound
     X's non-zeros (at least one minibatch), and each minibatch is a view of its group's arrays (its indptr
     shifted to 0). One copy of many rows keeps every thread busy, where a minibatch's own copy did not: the
     rows lie in a random order through the corpus, and a copy of 1,000 of them is over before the threads are
-    (200k RCV1-shaped documents, one pass's copies of X and Y: 38–46 ms on one or two threads minibatch by
-    minibatch; 25–30 ms on two in groups of 8,000 rows, and 1,000-row copies were no faster on two threads
-    than on one)."""
+    (a pass's minibatches of 200k RCV1-shaped documents, minimum of 9: one by one 48–50 ms on one thread and
+    45–46 ms on two; in groups 45 and 29 ms)."""
     if not HAVE_NUMBA:  # pragma: no cover
         for a, e in zip(bounds[:-1], bounds[1:]):
             yield take_rows(X, order[a:e]), take_rows(Y, order[a:e])
