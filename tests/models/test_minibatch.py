@@ -440,3 +440,28 @@ def test_bias_gradient_is_numpys_column_mean_bit_for_bit(m, K):
     scales = 10.0 ** np.arange(-3, 4)[np.arange(K) % 7]  # columns from 1e-3 to 1e3
     D = (np.random.default_rng(m).standard_normal((m, K)) * scales).astype(np.float32)
     np.testing.assert_array_equal(_glm_kernels._column_means(D).view(np.int32), D.mean(axis=0).view(np.int32))
+
+
+@pytest.mark.parametrize("K", [2, 103])
+def test_the_compiled_bias_step_is_numpys_bit_for_bit(K):
+    """``_update_bias`` with vexp = ½ (compiled) against its numpy form, over steps from S_b = 0 (no step
+    there), with per-category learning rates; and numpy's float32 power S^0.5 is the square root."""
+    rng = np.random.default_rng(K)
+    lrate = rng.uniform(0.01, 1.0, K).astype(np.float32)
+    b, Sb = rng.normal(size=K).astype(np.float32), np.zeros(K, dtype=np.float32)
+    b_np, Sb_np = b.copy(), Sb.copy()
+    for t in range(1, 30):
+        D = (rng.normal(size=(50, K)) * rng.uniform(0, 2, K)).astype(np.float32)
+        D[:, 0] = 0  # a category without gradient: S_b stays 0, b does not move
+        tau = float(t) ** -0.25
+        _glm_kernels._update_bias(b, Sb, D, lrate, tau, True, 0.5, 1e-8)
+        gb = D.mean(axis=0)
+        Sb_np += gb * gb
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b_np -= np.where(Sb_np > 0, (lrate * np.float32(tau)) * gb / (Sb_np ** np.float32(0.5) + np.float32(1e-8)),
+                             np.float32(0.0))
+        np.testing.assert_array_equal(Sb.view(np.int32), Sb_np.view(np.int32))
+        np.testing.assert_array_equal(b.view(np.int32), b_np.view(np.int32))
+    assert Sb[0] == 0 and np.isfinite(b).all()
+    S = (np.abs(rng.normal(size=100_000)) * 10.0 ** rng.integers(-30, 30, 100_000)).astype(np.float32)
+    np.testing.assert_array_equal((S ** np.float32(0.5)).view(np.int32), np.sqrt(S).view(np.int32))
