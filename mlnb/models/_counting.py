@@ -381,20 +381,11 @@ class _ByCategory(NamedTuple):
 if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
-    def _column_tallies(indptr, indices, data, pieces, counts, sums):
-        """counts[p, k], sums[p, k]: the non-zero entries of column k in share p of the rows, and their sum."""
-        n = indptr.size - 1
-        share = (n + pieces - 1) // pieces
-        for p in prange(pieces):
-            for i in range(p * share, min(n, (p + 1) * share)):
-                for q in range(indptr[i], indptr[i + 1]):
-                    if data[q] != 0:
-                        counts[p, indices[q]] += 1
-                        sums[p, indices[q]] += np.float64(data[q])
-
-    @njit(parallel=True, cache=True)
-    def _rows_by_column(indptr, indices, data, pieces, at, rows):
-        """rows[at[p, k]…] = the rows of share p with a non-zero in column k, ascending (``at`` advances)."""
+    def _labels_pass(indptr, indices, data, pieces, write, at, sums, rows):
+        """One of the two passes of a counting sort of Y's non-zero entries by column, each over share p
+        of the rows: without ``write``, at[p, k] and sums[p, k] = the entries of column k in share p and
+        their sum; with it, rows[at[p, k]…] = the rows of share p with an entry in column k, ascending
+        (at[p, k], each share's place in each column, advancing)."""
         n = indptr.size - 1
         share = (n + pieces - 1) // pieces
         for p in prange(pieces):
@@ -402,8 +393,12 @@ if HAVE_NUMBA:
                 for q in range(indptr[i], indptr[i + 1]):
                     if data[q] != 0:
                         k = indices[q]
-                        rows[at[p, k]] = i
-                        at[p, k] += 1
+                        if write:
+                            rows[at[p, k]] = i
+                            at[p, k] += 1
+                        else:
+                            at[p, k] += 1
+                            sums[p, k] += np.float64(data[q])
 
 
 def _labels_by_category(Y: sp.csr_matrix) -> tuple[_ByCategory, np.ndarray]:
@@ -418,13 +413,12 @@ def _labels_by_category(Y: sp.csr_matrix) -> tuple[_ByCategory, np.ndarray]:
     pieces = max(1, min(4 * numba.get_num_threads(), n // 4096, (8 << 20) // (16 * max(K, 1))))
     counts = np.zeros((pieces, K), dtype=np.int64)
     sums = np.zeros((pieces, K))
-    _column_tallies(Y.indptr, Y.indices, Y.data, pieces, counts, sums)
-    per_column = counts.sum(axis=0)
+    _labels_pass(Y.indptr, Y.indices, Y.data, pieces, False, counts, sums, np.empty(0, dtype=np.int64))
     indptr = np.zeros(K + 1, dtype=np.int64)
-    np.cumsum(per_column, out=indptr[1:])
+    np.cumsum(counts.sum(axis=0), out=indptr[1:])
     at = indptr[:-1] + np.cumsum(counts, axis=0) - counts  # (pieces, K) where each share starts in each column
     rows = np.empty(indptr[-1], dtype=np.int64)
-    _rows_by_column(Y.indptr, Y.indices, Y.data, pieces, at, rows)
+    _labels_pass(Y.indptr, Y.indices, Y.data, pieces, True, at, sums, rows)
     return _ByCategory(indptr, rows), sums.sum(axis=0)  # sums of whole numbers: exact in any order
 
 
