@@ -245,15 +245,24 @@ def column_counts(indices: np.ndarray, V: int) -> np.ndarray:
     return counts.sum(axis=0)
 
 
-def copy_rows(indptr, indices, data, rows, index_dtype=None, column_dtype=None, parallel=None) -> tuple:
+def row_offsets(indptr, rows) -> np.ndarray:
+    """(rows.size + 1,) int64: 0, then the running sum of the lengths of the rows ``rows`` (valid row numbers)
+    of a CSR matrix's indptr, in that order: where each row's non-zeros start in ``copy_rows``'s output."""
+    rows = np.asarray(rows, dtype=np.int64)
+    offsets = np.empty(rows.size + 1, dtype=np.int64)
+    _row_offsets(indptr, rows, offsets)
+    return offsets
+
+
+def copy_rows(indptr, indices, data, rows, index_dtype=None, column_dtype=None, parallel=None,
+              offsets=None) -> tuple:
     """(indptr, indices, data) of the rows ``rows`` (valid row numbers) of a CSR matrix's arrays, in
     that order: int32 indexed where the rows' non-zeros fit, else int64, or ``index_dtype`` when
     given (the caller's to fit); the column indices ``column_dtype`` when given, else as indptr.
     On every thread when ``parallel``, else on one (None: above ``PARALLEL_COPY_NONZEROS`` non-zeros).
-    Numba required."""
+    ``offsets``: the rows' ``row_offsets`` when the caller has them. Numba required."""
     rows = np.asarray(rows, dtype=np.int64)
-    offsets = np.empty(rows.size + 1, dtype=np.int64)
-    _row_offsets(indptr, rows, offsets)
+    offsets = row_offsets(indptr, rows) if offsets is None else offsets
     nonzeros = int(offsets[-1])
     if index_dtype is None:
         index_dtype = np.int32 if nonzeros <= _INT32_MAX else np.int64

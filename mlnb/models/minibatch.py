@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._csr import PARALLEL_COPY_NONZEROS, copy_rows, row_order
+from mlnb._csr import PARALLEL_COPY_NONZEROS, copy_rows, row_offsets, row_order
 from mlnb._numba import HAVE_NUMBA
 from mlnb.errors import MlnbError
 
@@ -95,8 +95,8 @@ def minibatch_views(X: sp.csr_matrix, Y: sp.csr_matrix, order: np.ndarray, bound
             yield take_rows(X, order[a:e]), take_rows(Y, order[a:e])
         return
     order = np.asarray(order, dtype=np.int64)
-    lengths = np.diff(X.indptr)[order]  # (rows,) X's non-zeros per row in this order
-    ends = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])[bounds]  # X's non-zeros before each bound
+    offsets = row_offsets(X.indptr, order)  # (rows + 1,) X's non-zeros before each row, in this order
+    ends = offsets[bounds]  # X's non-zeros before each bound
     if np.diff(ends).max(initial=0) > MAX_MINIBATCH_NONZEROS:
         i = int(np.argmax(np.diff(ends)))
         raise MlnbError(f"a minibatch of {bounds[i + 1] - bounds[i]} documents holds 2^31 or more non-zeros; "
@@ -107,7 +107,8 @@ def minibatch_views(X: sp.csr_matrix, Y: sp.csr_matrix, order: np.ndarray, bound
         # the group: minibatches first … last − 1, up to GROUP_NONZEROS non-zeros of X (at least one minibatch)
         last = max(first + 1, int(np.searchsorted(ends, ends[first] + GROUP_NONZEROS, side="right")) - 1)
         rows = order[bounds[first]:bounds[last]]
-        X_group = copy_rows(X.indptr, X.indices, X.data, rows, np.int64, np.int32)
+        X_group = copy_rows(X.indptr, X.indices, X.data, rows, np.int64, np.int32,
+                            offsets=offsets[bounds[first]:bounds[last] + 1] - offsets[bounds[first]])
         # the labels alike: on every thread when X's rows are (fewer non-zeros, but as many scattered rows)
         Y_group = copy_rows(Y.indptr, Y.indices, Y.data, rows, np.int64, np.int32,
                             parallel=X_group[1].size > PARALLEL_COPY_NONZEROS)
