@@ -15,7 +15,7 @@ the LR pass, DeLong tests and intervals, bootstrap) runs on one thread (``numba.
 and the CPU seconds of the calling thread (``time.thread_time``: what other processes' load does not
 inflate) are split into those inside the numba functions compiled with ``parallel=True`` (every such
 function of mlnb's modules, wrapped with a timer after a first untimed run compiled them) and the
-``POOLED`` functions (numpy on a thread pool beyond one thread), and the rest: numpy and scipy calls,
+``POOLED`` function (``map_pieces``: numpy in pieces on a thread pool), and the rest: numpy and scipy calls,
 Python glue, serial compiled code. The minimum over ``--repeats`` runs of each.
 
 The bound is optimistic: a parallel region itself may hold serial loops, and its threads may wait on
@@ -45,7 +45,7 @@ from bench_threads import load, make_data, stages  # noqa: E402
 NUMBA_STAGES = ("NB fit", "scoring", "LR pass", "DeLong tests", "DeLong intervals", "bootstrap")
 #: functions that split their work over a thread pool beyond one thread (numpy lets the threads run): parallel
 #: parts too, though not numba's
-POOLED = (("mlnb._csr", "value_bounds"), ("mlnb.models.naive_bayes.fused", "log_in_place"))
+POOLED = (("mlnb._numba", "map_pieces"),)
 CHECKED_THREADS = (2, 4, 8, 16)
 
 

@@ -19,6 +19,9 @@ quarter of the synthetic corpus's generation).
 check of every X that enters a model was two of numpy's serial passes: 4.5 ms for 200k documents, a
 third of the 13 ms that an NB fit of them spent outside its parallel regions, ``bench_serial.py``).
 
+``columns_of``: a matrix's non-zero entries column by column (a CSC structure without stored zeros), in
+two passes on every thread (scipy's conversion runs on one core).
+
 ``row_order``: whether every row's column indices are increasing (scipy's ``has_sorted_indices``, and
 strictly: ``has_canonical_format``), rows on every thread, cached on the matrix as scipy caches its own
 answer.
@@ -32,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._numba import HAVE_NUMBA, map_pieces, njit, prange
 
 #: at most this many bytes of per-thread count rows (threads × V × 8); beyond, fewer threads count
 COUNT_ROWS_BYTES = 64 * 2**20
@@ -160,6 +163,63 @@ if HAVE_NUMBA:
             unsorted[p], repeated[p] = down, same
 
 
+if HAVE_NUMBA:
+
+    @njit(parallel=True, cache=True)
+    def _columns_pass(indptr, indices, data, pieces, write, at, sums, rows):
+        """One of the two passes of a counting sort of a CSR matrix's non-zero entries by column, each over
+        share p of the rows: without ``write``, at[p, k] and sums[p, k] = the entries of column k in share
+        p and their sum; with it, rows[at[p, k]…] = the rows of share p with an entry in column k,
+        ascending (at[p, k], each share's place in each column, advancing)."""
+        n = indptr.size - 1
+        share = (n + pieces - 1) // pieces
+        for p in prange(pieces):
+            for i in range(p * share, min(n, (p + 1) * share)):
+                for q in range(indptr[i], indptr[i + 1]):
+                    if data[q] != 0:
+                        k = indices[q]
+                        if write:
+                            rows[at[p, k]] = i
+                            at[p, k] += 1
+                        else:
+                            at[p, k] += 1
+                            sums[p, k] += np.float64(data[q])
+
+
+#: rows of a ``columns_of`` share, at least; at most ``COLUMN_SHARES`` shares, and their per-column counts and
+#: sums within ``COLUMN_SHARE_BYTES``
+COLUMN_SHARE_ROWS = 4096
+COLUMN_SHARES = 64
+COLUMN_SHARE_BYTES = 8 << 20
+
+
+def columns_of(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr (K + 1,) int64, rows int64, sums (K,) float64): M's non-zero entries column by column, column
+    k's rows ascending at rows[indptr[k]:indptr[k + 1]] (scipy's CSC of M without its stored zeros; a
+    repeated entry stays repeated), and the sum of each column's values.
+
+    Two passes over shares of the rows, on every thread: each share's entries per column are counted
+    (with their sum), then written from the share's place in each column. The shares depend on M's
+    shape alone, never on the threads, so the sums are the same bits on any number of threads (and
+    exact for whole numbers such as labels)."""
+    n, K = M.shape
+    if not HAVE_NUMBA:
+        C = sp.csc_matrix(M, copy=True)
+        C.eliminate_zeros()
+        sums = np.asarray(C.sum(axis=0), dtype=np.float64).ravel()
+        return C.indptr.astype(np.int64), C.indices.astype(np.int64), sums
+    shares = max(1, min(COLUMN_SHARES, n // COLUMN_SHARE_ROWS, COLUMN_SHARE_BYTES // (16 * max(K, 1))))
+    counts = np.zeros((shares, K), dtype=np.int64)
+    sums = np.zeros((shares, K))
+    _columns_pass(M.indptr, M.indices, M.data, shares, False, counts, sums, np.empty(0, dtype=np.int64))
+    indptr = np.zeros(K + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0), out=indptr[1:])
+    at = indptr[:-1] + np.cumsum(counts, axis=0) - counts  # (shares, K) where each share starts in each column
+    rows = np.empty(indptr[-1], dtype=np.int64)
+    _columns_pass(M.indptr, M.indices, M.data, shares, True, at, sums, rows)
+    return indptr, rows, sums.sum(axis=0)
+
+
 #: non-zeros from which ``row_order`` runs on every thread (below, scipy's own scan)
 PARALLEL_SCAN_VALUES = 1 << 16
 
@@ -177,23 +237,14 @@ BOUNDS_PIECE_VALUES = 1 << 21
 
 
 def value_bounds(data: np.ndarray) -> tuple[float, float]:
-    """(min, max) of an array's values, NaN if any value is NaN (numpy's ``min`` and ``max``): in pieces
-    on numba's thread count of threads for a large array (numpy lets other threads run in a reduction),
-    the same answer whatever the thread count (min and max are exact in any order)."""
-    from mlnb._numba import worker_threads
-
+    """(min, max) of an array's values, NaN if any value is NaN (numpy's ``min`` and ``max``), ±inf for no
+    values: in pieces on numba's thread count of threads for a large array (``map_pieces``), the same
+    answer whatever the thread count (min and max are exact in any order)."""
     data = np.ravel(data)
     if not data.size:
         return np.inf, -np.inf
-    threads = min(worker_threads(), data.size // BOUNDS_PIECE_VALUES)
-    if threads <= 1:
-        return float(data.min()), float(data.max())
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        found = list(pool.map(lambda piece: (piece.min(), piece.max()), np.array_split(data, threads)))
-    lows, highs = np.array([low for low, _ in found]), np.array([high for _, high in found])
-    return float(lows.min()), float(highs.max())  # NaN propagates through these too
+    found = np.array(map_pieces(lambda piece: (piece.min(), piece.max()), data, BOUNDS_PIECE_VALUES))
+    return float(found[:, 0].min()), float(found[:, 1].max())  # NaN propagates through these too
 
 
 def row_order(M: sp.csr_matrix) -> bool:

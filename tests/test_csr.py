@@ -124,3 +124,25 @@ def test_row_order_is_scipys_answer_and_is_kept_on_the_matrix(rows):
         mine = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape)
         assert _csr.row_order(mine) is want_sorted
         assert (mine._has_sorted_indices, mine.has_canonical_format) == (want_sorted, want_canonical)
+
+
+@pytest.mark.parametrize("n", [7, 50_000])
+def test_columns_of_labels_are_scipys_columns_with_the_category_totals(n):
+    """Each category's documents in ascending order, as scipy's CSC conversion lists them, a stored 0 left
+    out, and N = Yᵀ·1, from shares of the rows on every thread (the NB counts' and the rank metrics'
+    labels by category)."""
+    rng = np.random.default_rng(n)
+    Y = sp.csr_matrix((rng.random((n, 13)) < 0.2).astype(np.int8))
+    Y.data[::7] = 0  # stored zeros: not labels
+    expected = sp.csc_matrix(Y, copy=True)
+    expected.eliminate_zeros()
+    before = numba.get_num_threads()
+    try:
+        for threads in sorted({1, before}):
+            numba.set_num_threads(threads)
+            indptr, rows, N = _csr.columns_of(Y)
+            np.testing.assert_array_equal(indptr, expected.indptr)
+            np.testing.assert_array_equal(rows, expected.indices)
+            np.testing.assert_array_equal(N, np.asarray(Y.sum(axis=0), dtype=np.float64).ravel())
+    finally:
+        numba.set_num_threads(before)

@@ -86,9 +86,8 @@ from mlnb.data.validate import check_labels, check_scores
 from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics._pointwise import decision_counts, pointwise_sums
 from mlnb.metrics.classification import logit
-from mlnb.metrics.ranking import (HAVE_NUMBA, _positives_by_column, auc_from_curve, average_precision_from_curve,
-                                  depth_lift, fpr_grid, gains_on_grid, label_ranking_metrics, rank_curve, rank_parts,
-                                  roc_lift, roc_on_grid, worker_threads)
+from mlnb.metrics.ranking import (HAVE_NUMBA, _positives_by_column, depth_lift, fpr_grid, label_ranking_metrics,
+                                  rank_parts, roc_lift, worker_threads)
 if HAVE_NUMBA:
     from mlnb.metrics.ranking import top_k_hits
 
@@ -191,14 +190,6 @@ class Evaluation:
         """The excluded categories with their test counts and the reason."""
         return self.per_category.loc[self.excluded, ["category", "name", "n_pos", "n_neg", "excluded"]] \
             .rename(columns={"excluded": "reason"}).reset_index(drop=True)
-
-
-def _rank_part(y: np.ndarray, z: np.ndarray, grid: np.ndarray, keep_curve: bool):
-    """AUC, ROC and gains on the grid, average precision, from one sort of a category's scores."""
-    curve = rank_curve(y, z)
-    # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
-    return auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid), \
-        curve if keep_curve else None, average_precision_from_curve(curve)
 
 
 #: at least this many negatives per sorted run of ``pooled_rank_metrics`` (below, one run)

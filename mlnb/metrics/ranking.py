@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb._csr import columns_of
 from mlnb._numba import HAVE_NUMBA, njit, prange, worker_threads  # noqa: F401  (re-exported)
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
@@ -473,10 +474,12 @@ def roc_auc_per_category(Y_true, scores, n_threads: int | None = None, use_numba
 def _positives_by_column(Y_true, K: int) -> tuple[np.ndarray, np.ndarray]:
     """(indptr (K + 1,), rows): the positive rows of each column of Y (nonzeros), as in CSC."""
     if sp.issparse(Y_true):
-        Y = sp.csc_matrix(Y_true, copy=True)  # eliminate_zeros must not touch the caller's matrix
-        Y.sum_duplicates()
-        Y.eliminate_zeros()
-        return Y.indptr, Y.indices
+        Y = sp.csr_matrix(Y_true)
+        if not Y.has_canonical_format:  # a repeated entry is one label (sum_duplicates must not touch the caller's)
+            Y = Y.copy()
+            Y.sum_duplicates()
+        indptr, rows, _ = columns_of(Y)  # stored zeros left out
+        return indptr, rows
     columns, rows = np.nonzero(np.asarray(Y_true).T)  # column after column, rows ascending
     return np.r_[0, np.cumsum(np.bincount(columns, minlength=K))], rows
 
@@ -523,6 +526,12 @@ def _with_threads(run, n_threads: int | None):
         numba.set_num_threads(before)
 
 
+def curve_parts(curve: RankCurve, grid: np.ndarray, keep_curve: bool):
+    """(AUC, ROC on ``grid``, gains on ``grid``, the curve if ``keep_curve`` else None, AP) of a rank curve."""
+    return auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid), \
+        curve if keep_curve else None, average_precision_from_curve(curve)
+
+
 def rank_parts(scores: np.ndarray, k: int, rows: np.ndarray, grid: np.ndarray, keep_curve: bool):
     """(AUC, ROC on ``grid``, gains on ``grid``, the curve if ``keep_curve`` else None, AP) of column k of
     checked scores (n × K float, no NaN) whose positives are the documents ``rows`` (distinct): the numbers of
@@ -537,9 +546,7 @@ def rank_parts(scores: np.ndarray, k: int, rows: np.ndarray, grid: np.ndarray, k
     if not HAVE_NUMBA:  # the functions of the curve themselves
         y = np.zeros(n, dtype=bool)
         y[rows] = True
-        curve = rank_curve(y, np.ascontiguousarray(scores[:, k]))
-        return auc_from_curve(curve), roc_on_grid(curve, grid), gains_on_grid(curve, grid), \
-            curve if keep_curve else None, average_precision_from_curve(curve)
+        return curve_parts(rank_curve(y, np.ascontiguousarray(scores[:, k])), grid, keep_curve)
     ascending, positives = _column_and_positives(scores, k, rows)
     ascending.sort()  # numpy's sort, as ``rank_curve``'s (np.sort sorts a copy in place the same way)
     positives.sort()

@@ -73,9 +73,10 @@ from mlnb.metrics._pointwise import FIELDS, decision_counts, pointwise_sums
 from mlnb.metrics.binned import Grid, auc_from_histograms, average_precision_from_histograms, count_column
 from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import (CALIBRATION_BINS, Evaluation, _calibration_table, _prevalence,
-                                     _rank_part, _score_matrix, assemble_evaluation, caller_exclusions,
+                                     _score_matrix, assemble_evaluation, caller_exclusions,
                                      precision_hits)
-from mlnb.metrics.ranking import LABEL_RANKING_NAMES, fpr_grid, label_ranking_sums, worker_threads
+from mlnb.metrics.ranking import (LABEL_RANKING_NAMES, curve_parts, fpr_grid, label_ranking_sums, rank_curve,
+                                  worker_threads)
 
 MICRO_BINS = 1 << 20  # bins of the pooled histogram behind micro AUC / AP (16 MiB per thread)
 SPILL_VERSION = 1
@@ -642,7 +643,8 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
         positions = np.asarray(spill.positives(k))
         y = np.zeros(n, dtype=bool)
         y[positions] = True
-        result = _rank_part(y, z, grid, k in keep)
+        # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
+        result = curve_parts(rank_curve(y, z), grid, k in keep)
         if pooled[k]:
             with lock:  # one pair of histograms per thread: integer counts, so any split adds up the same
                 if threading.get_ident() not in histograms:

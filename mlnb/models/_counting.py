@@ -55,6 +55,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb._csr import columns_of
 from mlnb._numba import HAVE_NUMBA, njit, prange
 
 if HAVE_NUMBA:
@@ -246,7 +247,9 @@ def _largest_first(work: np.ndarray) -> np.ndarray:
 def _numba_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool, squares: bool) -> ChunkCounts:
     import numba
 
-    Yc, N = _labels_by_category(Y)
+    # each category's documents, ascending, and N = Yᵀ·1, on every thread (scipy's CSC conversion and sparse
+    # sum took 3.3 ms on one core, of the 12 ms an NB fit of 200k documents spent outside its parallel regions)
+    category_indptr, category_rows, N = columns_of(Y)
     K, V = Y.shape[1], X.shape[1]
     largest, integer = (1.0, True) if binary or not X.nnz else _value_range(X.data)
     # documents summed in float32 between two flushes: each adds at most ``largest`` to a partial sum,
@@ -254,17 +257,17 @@ def _numba_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool, squares: boo
     flush_every = int((_FLOAT32_EXACT_INTEGERS - 1) // max(largest, 1.0))
     exact32 = bool(integer and not squares and flush_every >= _MIN_FLUSH_DOCUMENTS)
     # the work of a task: the non-zeros it reads, and the row it zeroes (or flushes) and sums
-    reads = np.diff(X.indptr)[Yc.indices].cumsum()
-    reads = np.concatenate([[0], reads])[Yc.indptr]
+    reads = np.diff(X.indptr)[category_rows].cumsum()
+    reads = np.concatenate([[0], reads])[category_indptr]
     work = np.concatenate([np.diff(reads), [X.nnz]]) + V
-    first = np.concatenate([Yc.indptr[:-1], [0]]).astype(np.int64)  # row K (t): document numbers 0 … n − 1
-    last = np.concatenate([Yc.indptr[1:], [X.shape[0]]]).astype(np.int64)
+    first = np.concatenate([category_indptr[:-1], [0]]).astype(np.int64)  # row K (t): document numbers 0 … n − 1
+    last = np.concatenate([category_indptr[1:], [X.shape[0]]]).astype(np.int64)
     tasks, piece_ptr, n_pieces = _pieces(work, first, last, V, split=exact32)
     Fx = np.empty((K + 1, V))  # rows 0..K−1: F; row K: t
     F2x = np.empty((K + 1, V)) if squares else np.zeros((1, 0))
     pieces = np.empty((n_pieces, V))
     S = np.empty(K + 1)
-    _count_tasks(tasks, min(numba.get_num_threads(), tasks.shape[0]), Yc.indices, X.indptr, X.indices, X.data,
+    _count_tasks(tasks, min(numba.get_num_threads(), tasks.shape[0]), category_rows, X.indptr, X.indices, X.data,
                  binary, exact32, flush_every, Fx, F2x, pieces, piece_ptr, S)
     return ChunkCounts(Fx[:K], Fx[K], S[:K], F2x[:K] if squares else None, F2x[K] if squares else None, N)
 
@@ -368,58 +371,6 @@ def _use_numba(X: sp.csr_matrix, kernel: str) -> bool:
     if kernel == "numba" and not HAVE_NUMBA:  # pragma: no cover
         raise ImportError("numba is not installed: use kernel = 'scipy'")
     return kernel == "numba" or (kernel == "auto" and HAVE_NUMBA and X.nnz >= _NUMBA_MIN_NNZ)
-
-
-class _ByCategory(NamedTuple):
-    """Y's non-zero entries column by column (CSC without values): column k's rows, ascending, are
-    indices[indptr[k]:indptr[k + 1]]."""
-
-    indptr: np.ndarray  # (K + 1,) int64
-    indices: np.ndarray  # (labels,) int64
-
-
-if HAVE_NUMBA:
-
-    @njit(parallel=True, cache=True)
-    def _labels_pass(indptr, indices, data, pieces, write, at, sums, rows):
-        """One of the two passes of a counting sort of Y's non-zero entries by column, each over share p
-        of the rows: without ``write``, at[p, k] and sums[p, k] = the entries of column k in share p and
-        their sum; with it, rows[at[p, k]…] = the rows of share p with an entry in column k, ascending
-        (at[p, k], each share's place in each column, advancing)."""
-        n = indptr.size - 1
-        share = (n + pieces - 1) // pieces
-        for p in prange(pieces):
-            for i in range(p * share, min(n, (p + 1) * share)):
-                for q in range(indptr[i], indptr[i + 1]):
-                    if data[q] != 0:
-                        k = indices[q]
-                        if write:
-                            rows[at[p, k]] = i
-                            at[p, k] += 1
-                        else:
-                            at[p, k] += 1
-                            sums[p, k] += np.float64(data[q])
-
-
-def _labels_by_category(Y: sp.csr_matrix) -> tuple[_ByCategory, np.ndarray]:
-    """(Y's labels by category, N = Yᵀ·1 (K,) float64), in two passes over shares of Y's rows on every
-    thread: each share's entries per column are counted (with their sum), and then written from the
-    share's place in each column, so that every column lists its rows in ascending order, as scipy's
-    CSC conversion does (which ran on one core: 2 ms, and N's sum 1.3 ms, of the 13 ms that an NB fit
-    of 200k documents spent outside its parallel regions, ``bench_serial.py``). A stored 0 is not a label."""
-    import numba
-
-    n, K = Y.shape
-    pieces = max(1, min(4 * numba.get_num_threads(), n // 4096, (8 << 20) // (16 * max(K, 1))))
-    counts = np.zeros((pieces, K), dtype=np.int64)
-    sums = np.zeros((pieces, K))
-    _labels_pass(Y.indptr, Y.indices, Y.data, pieces, False, counts, sums, np.empty(0, dtype=np.int64))
-    indptr = np.zeros(K + 1, dtype=np.int64)
-    np.cumsum(counts.sum(axis=0), out=indptr[1:])
-    at = indptr[:-1] + np.cumsum(counts, axis=0) - counts  # (pieces, K) where each share starts in each column
-    rows = np.empty(indptr[-1], dtype=np.int64)
-    _labels_pass(Y.indptr, Y.indices, Y.data, pieces, True, at, sums, rows)
-    return _ByCategory(indptr, rows), sums.sum(axis=0)  # sums of whole numbers: exact in any order
 
 
 def category_feature_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = False,

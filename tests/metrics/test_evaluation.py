@@ -189,17 +189,20 @@ def test_an_error_in_the_calling_thread_drops_the_categories_not_started(monkeyp
     Y = (rng.random((500, K)) < 0.1).astype(np.int8)
     S = rng.normal(size=Y.shape)
     ran = []
-    rank_part = evaluation._rank_part
+    rank_parts = evaluation.rank_parts
 
-    def slow_rank_part(*args):
+    def slow_rank_parts(*args):
         ran.append(1)
         time.sleep(0.005)  # 400 of them: a second on two threads
-        return rank_part(*args)
+        return rank_parts(*args)
 
     def failing(*args, **kwargs):
         raise MlnbError("failed in the calling thread")
 
-    monkeypatch.setattr(evaluation, "_rank_part", slow_rank_part)
+    monkeypatch.setattr(evaluation, "rank_parts", slow_rank_parts)
+    evaluation.evaluate(Y[:, :3], S[:, :3], n_threads=1)  # the category work is the one replaced here
+    assert len(ran) == 3
+    ran.clear()
     monkeypatch.setattr(evaluation, "label_ranking_metrics", failing)
     with pytest.raises(MlnbError, match="failed in the calling thread"):
         evaluation.evaluate(Y, S, n_threads=2)

@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, njit, prange, worker_threads
+from mlnb._numba import HAVE_NUMBA, map_pieces, njit, prange
 
 BLOCK = 256  # words per parallel task (and per product of a log-sum)
 TILE = 16  # words transposed at a time through the core's cache: (TILE × K) float64
@@ -64,23 +64,15 @@ def ratio_dtype(lowest: float, highest: float, dtype) -> np.dtype | None:
     return None
 
 
-#: values of W from which its log is taken in row blocks on several threads (``log_in_place``)
-PARALLEL_LOG_VALUES = 1 << 20
+#: values of W per block whose log is taken on a thread of its own (``log_in_place``)
+LOG_PIECE_VALUES = 1 << 19
 
 
 def log_in_place(ratios: np.ndarray) -> np.ndarray:
     """W = log r, overwriting r (numpy's vectorised log): in blocks of rows on numba's thread count of
-    threads when W is large (numpy lets other threads run during a ufunc's loop), each value the same
-    bits, as a log is taken value by value (RCV1's W, 4.9M values: 1 ms on one core, outside every
-    parallel region of an NB fit)."""
-    threads = min(worker_threads(), ratios.shape[0], ratios.size // (PARALLEL_LOG_VALUES // 4))
-    if threads <= 1 or ratios.size < PARALLEL_LOG_VALUES or not ratios.flags.c_contiguous:
-        return np.log(ratios, out=ratios)
-    from concurrent.futures import ThreadPoolExecutor
-
-    blocks = [block for block in np.array_split(ratios, threads) if block.size]  # views: logged in place
-    with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
-        list(pool.map(lambda block: np.log(block, out=block), blocks))
+    threads when W is large (``map_pieces``), each value the same bits, as a log is taken value by value
+    (RCV1's W, 4.9M values: 1 ms on one core, outside every parallel region of an NB fit)."""
+    map_pieces(lambda block: np.log(block, out=block), ratios, LOG_PIECE_VALUES)
     return ratios
 
 

@@ -224,30 +224,9 @@ def test_claimed_and_prefetched_counting_is_exact_for_any_thread_count(binary):
         for name in ("F", "t", "S"):
             np.testing.assert_array_equal(getattr(fast, name), getattr(exact, name), err_msg=f"{name} {threads}")
 
-@pytest.mark.parametrize("n", [7, 50_000])
-def test_labels_by_category_are_scipys_columns_with_the_category_totals(n):
-    """Each category's documents in ascending order, as scipy's CSC conversion lists them, a stored 0 left
-    out, and N = Yᵀ·1, from shares of the rows on every thread."""
-    rng = np.random.default_rng(n)
-    Y = sp.csr_matrix((rng.random((n, 13)) < 0.2).astype(np.int8))
-    Y.data[::7] = 0  # stored zeros: not labels
-    expected = sp.csc_matrix(Y, copy=True)
-    expected.eliminate_zeros()
-    before = numba.get_num_threads()
-    try:
-        for threads in sorted({1, before}):
-            numba.set_num_threads(threads)
-            by_category, N = _counting._labels_by_category(Y)
-            np.testing.assert_array_equal(by_category.indptr, expected.indptr)
-            np.testing.assert_array_equal(by_category.indices, expected.indices)
-            np.testing.assert_array_equal(N, np.asarray(Y.sum(axis=0), dtype=np.float64).ravel())
-    finally:
-        numba.set_num_threads(before)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_log_in_blocks_on_several_threads_is_numpys_log_bit_for_bit(monkeypatch, dtype):
-    monkeypatch.setattr(fused, "PARALLEL_LOG_VALUES", 1 << 12)  # blocks on as many threads as there are
+    monkeypatch.setattr(fused, "LOG_PIECE_VALUES", 1 << 12)  # blocks on as many threads as there are
     ratios = np.random.default_rng(0).uniform(1e-6, 1e6, size=(5001, 33)).astype(dtype)
     logged = fused.log_in_place(ratios.copy())
     assert logged.dtype == dtype
