@@ -12,8 +12,8 @@ each row's non-zeros asked for a few rows before they are copied (``mlnb._prefet
 (A dataset's training and test parts, and each minibatch of the LR engine: on one core, these
 copies were part of the 0.39 s that an LR pass spent outside its parallel regions on 16 cores.)
 
-``stack_rows``: ``sp.vstack`` of CSR row blocks, a block per thread (scipy's one-core copy was a
-quarter of the synthetic corpus's generation).
+``stack_rows``: ``sp.vstack`` of CSR row blocks, numpy's copies of a block per thread (scipy's one-core
+copy was a quarter of the synthetic corpus's generation).
 
 ``value_bounds``: numpy's (min, max) of a CSR matrix's stored values, a piece per thread (the one
 check of every X that enters a model was two of numpy's serial passes: 4.5 ms for 200k documents, a
@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._numba import HAVE_NUMBA, map_pieces, njit, prange
+from mlnb._numba import HAVE_NUMBA, map_pieces, map_threads, njit, prange
 
 #: at most this many bytes of per-thread count rows (threads × V × 8); beyond, fewer threads count
 COUNT_ROWS_BYTES = 64 * 2**20
@@ -111,20 +111,6 @@ if HAVE_NUMBA:
                 prefetch_span(indices, indptr[ahead], indptr[ahead + 1])
                 prefetch_span(data, indptr[ahead], indptr[ahead + 1])
             _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
-
-    @njit(parallel=True, cache=True)
-    def _copy_blocks(datas, indices_list, indptrs, row_starts, nnz_starts, data, indices, indptr):
-        """Row blocks (data, indices, indptr) stacked into one CSR's arrays, a block per thread: block
-        b's rows go to rows row_starts[b]…, its non-zeros to nnz_starts[b]…"""
-        for block in prange(len(datas)):
-            b = np.int64(block)  # prange's index is unsigned; the typed lists take a signed one
-            r, q = row_starts[b], nnz_starts[b]
-            block_indptr = indptrs[b]
-            for i in range(block_indptr.size - 1):
-                indptr[r + i + 1] = q + block_indptr[i + 1]
-            data[q:q + datas[b].size] = datas[b]
-            indices[q:q + indices_list[b].size] = indices_list[b]
-
 
     @njit(parallel=True, cache=True)
     def _at_or_above(S, cuts, indptr, indices):
@@ -343,8 +329,9 @@ def select_rows(M: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
 
 def stack_rows(blocks: list) -> sp.csr_matrix:
     """``sp.vstack(blocks, format="csr")`` of CSR blocks with the same columns: the same arrays and index
-    dtype, a block copied per thread."""
-    if not HAVE_NUMBA or len(blocks) < 2:
+    dtype, the blocks copied on a thread pool (numpy's copies let the threads run; no compiled code,
+    whose typed list of blocks took 0.2–0.5 s to compile in every new process)."""
+    if len(blocks) < 2:
         return sp.vstack(blocks, format="csr")
     n, nnz, V = sum(b.shape[0] for b in blocks), sum(b.nnz for b in blocks), blocks[0].shape[1]
     # scipy's choice (``_compressed_sparse_stack``): int64 if a block's indptr is, or nnz or V needs it
@@ -353,14 +340,16 @@ def stack_rows(blocks: list) -> sp.csr_matrix:
     data = np.empty(nnz, dtype=np.result_type(*(b.dtype for b in blocks)))
     indices, indptr = np.empty(nnz, dtype=index_dtype), np.empty(n + 1, dtype=index_dtype)
     indptr[0] = 0
-    row_starts = np.cumsum([0] + [b.shape[0] for b in blocks[:-1]]).astype(np.int64)
-    nnz_starts = np.cumsum([0] + [b.nnz for b in blocks[:-1]]).astype(np.int64)
-    from numba.typed import List
+    row_starts = np.cumsum([0] + [b.shape[0] for b in blocks[:-1]]).tolist()
+    nnz_starts = np.cumsum([0] + [b.nnz for b in blocks[:-1]]).tolist()
 
-    _copy_blocks(List([b.data.astype(data.dtype, copy=False) for b in blocks]),
-                 List([b.indices.astype(index_dtype, copy=False) for b in blocks]),
-                 List([b.indptr.astype(np.int64, copy=False) for b in blocks]),
-                 row_starts, nnz_starts, data, indices, indptr)
+    def copy(block: int) -> None:  # block b's rows to rows row_starts[b]…, its non-zeros to nnz_starts[b]…
+        b, r, q = blocks[block], row_starts[block], nnz_starts[block]
+        data[q:q + b.nnz] = b.data[:b.nnz]
+        indices[q:q + b.nnz] = b.indices[:b.nnz]
+        np.add(b.indptr[1:], q, out=indptr[r + 1:r + 1 + b.shape[0]], casting="unsafe")  # < 2**31 unless wide
+
+    map_threads(copy, range(len(blocks)))
     stacked = sp.csr_matrix((data, indices, indptr), shape=(n, V))
     if all(b.has_canonical_format for b in blocks):
         stacked.has_canonical_format = True  # rows of canonical blocks: no new check needed

@@ -128,6 +128,20 @@ def worker_threads(n_threads: int | None = None) -> int:
     return os.cpu_count() or 1
 
 
+def map_threads(function, items) -> list:
+    """[function(item) for item in items] on a thread pool of at most ``worker_threads()`` threads, in
+    order: for numpy calls, which let other threads run during their loops. One thread or one item:
+    in the calling thread."""
+    items = list(items)
+    threads = min(worker_threads(), len(items))
+    if threads <= 1:
+        return [function(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(function, items))
+
+
 def map_pieces(function, array, piece_values: int) -> list:
     """[function(piece) for each piece of ``array`` along its first axis], the pieces (views) on a thread
     pool of ``worker_threads()`` threads, at most one piece per ``piece_values`` values: for numpy calls,
@@ -136,12 +150,9 @@ def map_pieces(function, array, piece_values: int) -> list:
     threads = min(worker_threads(), len(array), array.size // max(piece_values, 1))
     if threads <= 1:
         return [function(array)]
-    from concurrent.futures import ThreadPoolExecutor
-
     import numpy as np
 
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(function, np.array_split(array, threads)))
+    return map_threads(function, np.array_split(array, threads))
 
 
-__all__ = ["HAVE_NUMBA", "IEEE", "map_pieces", "njit", "prange", "worker_threads"]
+__all__ = ["HAVE_NUMBA", "IEEE", "map_pieces", "map_threads", "njit", "prange", "worker_threads"]

@@ -67,7 +67,7 @@ import scipy.sparse as sp
 from scipy.special import logit
 
 from mlnb._csr import at_or_above
-from mlnb._numba import HAVE_NUMBA
+from mlnb._numba import HAVE_NUMBA, map_threads, worker_threads
 from mlnb.calibration import category_blocks, check_labels, check_scores, label_block
 from mlnb.errors import MlnbError
 
@@ -281,22 +281,32 @@ def _scut(S: np.ndarray, Y: sp.csc_matrix, metric: str, beta: float, rank: int):
     return thresholds, best, at_rank
 
 
+def _block_elements(n: int, K: int) -> int:
+    """Documents × categories per block of decide: at most ``DECIDE_ROWS_ELEMENTS`` (the temporaries of a
+    block), and at least two blocks per thread of ``worker_threads()`` (the blocks run on a thread pool:
+    numpy's partitions, comparisons and nonzero let the threads run). Blocks only share the work out:
+    each document (rcut) or category (pcut) is decided alone, so any size gives the same decisions."""
+    return max(1, min(DECIDE_ROWS_ELEMENTS, -(-n * K // (2 * worker_threads()))))
+
+
 def _row_blocks(n: int, K: int):
-    step = max(1, DECIDE_ROWS_ELEMENTS // max(K, 1))
+    step = max(1, _block_elements(n, K) // max(K, 1))
     return [(start, min(n, start + step)) for start in range(0, n, step)]
 
 
-def _csr_from_masks(masks, shape) -> sp.csr_matrix:
-    """Stack (r, K) boolean blocks (rows in order) into one CSR int8 0/1 matrix."""
-    indices, counts = [], []
-    for mask in masks:
+def _csr_from_blocks(block_mask, blocks, shape) -> sp.csr_matrix:
+    """Stack the (r, K) boolean masks ``block_mask(a, b)`` of the row blocks (a, b) (rows in order) into one
+    CSR int8 0/1 matrix, the blocks on a thread pool (``map_threads``)."""
+    def nonzeros(block):
+        mask = block_mask(*block)
         rows, cols = np.nonzero(mask)  # row-major: columns ascending within each row
-        indices.append(cols.astype(np.int32))
-        counts.append(np.bincount(rows, minlength=mask.shape[0]))
+        return cols.astype(np.int32), np.bincount(rows, minlength=mask.shape[0])
+
+    parts = map_threads(nonzeros, blocks)
     indptr = np.zeros(shape[0] + 1, dtype=np.int64)
-    if counts:
-        np.cumsum(np.concatenate(counts), out=indptr[1:])
-    cols = np.concatenate(indices) if indices else np.empty(0, dtype=np.int32)
+    if parts:
+        np.cumsum(np.concatenate([counts for _, counts in parts]), out=indptr[1:])
+    cols = np.concatenate([cols for cols, _ in parts]) if parts else np.empty(0, dtype=np.int32)
     return sp.csr_matrix((np.ones(cols.size, dtype=np.int8), cols, indptr), shape=shape)
 
 
@@ -308,7 +318,7 @@ def _at_or_above(S: np.ndarray, cuts: np.ndarray) -> sp.csr_matrix:
     compiled = HAVE_NUMBA and n * K >= PARALLEL_CUT_ELEMENTS and S.dtype in (np.float32, np.float64) \
         and S.dtype.isnative  # (other scores, e.g. big-endian or integer ones, take numpy's comparison)
     if not compiled:
-        return _csr_from_masks((S[a:b] >= cuts for a, b in _row_blocks(n, K)), S.shape)
+        return _csr_from_blocks(lambda a, b: S[a:b] >= cuts, _row_blocks(n, K), S.shape)
     cuts = np.ascontiguousarray(cuts, dtype=np.result_type(S.dtype, np.asarray(cuts).dtype))
     indptr, indices = at_or_above(S, cuts)
     return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=S.shape)
@@ -318,18 +328,16 @@ def _top_categories(S: np.ndarray, k: int) -> sp.csr_matrix:
     """The k top-scored categories of each document; ties to the lower category index."""
     n, K = S.shape
 
-    def masks():
-        for a, b in _row_blocks(n, K):
-            s = S[a:b]  # (r, K)
-            if k >= K:
-                yield np.ones(s.shape, dtype=bool)
-                continue
-            kth = np.partition(s, K - k, axis=1)[:, K - k][:, None]  # (r, 1) k-th highest score
-            above, tied = s > kth, s == kth
-            room = k - np.count_nonzero(above, axis=1)  # (r,) ≥ 1 places left for the tied ones
-            yield above | (tied & (np.cumsum(tied, axis=1) <= room[:, None]))  # first tied by index
+    def mask(a: int, b: int) -> np.ndarray:
+        s = S[a:b]  # (r, K)
+        if k >= K:
+            return np.ones(s.shape, dtype=bool)
+        kth = np.partition(s, K - k, axis=1)[:, K - k][:, None]  # (r, 1) k-th highest score
+        above, tied = s > kth, s == kth
+        room = k - np.count_nonzero(above, axis=1)  # (r,) ≥ 1 places left for the tied ones
+        return above | (tied & (np.cumsum(tied, axis=1) <= room[:, None]))  # first tied by index
 
-    return _csr_from_masks(masks(), S.shape)
+    return _csr_from_blocks(mask, _row_blocks(n, K), S.shape)
 
 
 def _pcut_counts(prevalence: np.ndarray, n: int) -> np.ndarray:
@@ -343,20 +351,23 @@ def _top_documents(S: np.ndarray, counts: np.ndarray) -> sp.csr_matrix:
     One O(n) partition per category finds its m-th highest score v: every document above v
     is in, and the first (m − #above) documents tied at v by index."""
     n, K = S.shape
-    rows, cols = [], []
-    for start, stop in category_blocks(n, K, DECIDE_ROWS_ELEMENTS):
-        block = np.ascontiguousarray(S[:, start:stop].T)  # (b, n) one row per category
-        for offset, s in enumerate(block):
+
+    def chosen(block) -> list:  # [(documents, category)] of the block's categories, on a thread of the pool
+        start, stop = block
+        found = []
+        for offset, s in enumerate(np.ascontiguousarray(S[:, start:stop].T)):  # (b, n) one row per category
             m = int(counts[start + offset])
             if m == 0:
                 continue
             v = np.partition(s, n - m)[n - m]  # the m-th highest score
             above = np.flatnonzero(s > v)
-            chosen = np.concatenate([above, np.flatnonzero(s == v)[:m - above.size]])
-            rows.append(chosen)
-            cols.append(np.full(chosen.size, start + offset, dtype=np.int32))
-    rows = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
-    cols = np.concatenate(cols) if cols else np.empty(0, dtype=np.int32)
+            found.append((np.concatenate([above, np.flatnonzero(s == v)[:m - above.size]]), start + offset))
+        return found
+
+    parts = [part for found in map_threads(chosen, category_blocks(n, K, _block_elements(n, K))) for part in found]
+    rows = np.concatenate([documents for documents, _ in parts]) if parts else np.empty(0, dtype=np.int64)
+    cols = (np.concatenate([np.full(documents.size, k, dtype=np.int32) for documents, k in parts]) if parts
+            else np.empty(0, dtype=np.int32))
     decided = sp.coo_matrix((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=S.shape).tocsr()
     decided.sort_indices()
     return decided

@@ -59,15 +59,22 @@ def test_select_rows_leaves_unusual_rows_to_scipy(monkeypatch):
         select_rows(M, np.array([0, 50]))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_stack_rows_is_scipys_vstack(index_dtype):
+def test_stack_rows_is_scipys_vstack(index_dtype, threads):
     rng = np.random.default_rng(0)
     blocks = []
-    for rows in (5, 0, 17, 1):
-        block = sp.random(rows, 30, density=0.2, format="csr", dtype=np.float32, random_state=rng)
+    for rows, dtype in ((5, np.float32), (0, np.float32), (17, np.float64), (1, np.float32), (40, np.float32)):
+        block = sp.random(rows, 30, density=0.2, format="csr", dtype=dtype, random_state=rng)
         block.indices, block.indptr = block.indices.astype(index_dtype), block.indptr.astype(index_dtype)
         blocks.append(block)
-    stacked, expected = stack_rows(blocks), sp.vstack(blocks, format="csr")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        stacked = stack_rows(blocks)
+    finally:
+        numba.set_num_threads(previous)
+    expected = sp.vstack(blocks, format="csr")
     for got, want in ((stacked.data, expected.data), (stacked.indices, expected.indices),
                       (stacked.indptr, expected.indptr)):
         assert got.dtype == want.dtype

@@ -201,6 +201,44 @@ def test_rcut_top_two_with_ties_by_category_index():
     assert fit_decision_rule("rcut", rcut_k=9).decide(test).nnz == 16  # k ≥ K: everything
 
 
+def _stable_top(values: np.ndarray, m: int) -> np.ndarray:
+    """The m highest of ``values`` (a 1-D array), ties to the lower index: a stable sort, descending."""
+    chosen = np.zeros(values.size, dtype=bool)
+    chosen[np.argsort(-values, kind="stable")[:m]] = True
+    return chosen
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("block_elements", [1, 37, 1 << 22])
+def test_rank_rules_in_blocks_on_threads_are_a_stable_sort(monkeypatch, threads, block_elements):
+    # pcut and rcut decide a block of categories or documents per task of a thread pool: any block size
+    # and thread count gives what a stable descending sort of each category (document) gives
+    import numba
+
+    from mlnb import decision
+
+    monkeypatch.setattr(decision, "DECIDE_ROWS_ELEMENTS", block_elements)
+    monkeypatch.setattr(decision, "worker_threads", lambda: threads)
+    rng = np.random.default_rng(block_elements)
+    scores = np.round(rng.normal(size=(301, 13)), 1).astype(np.float32)  # many ties
+    prevalence = rng.random(13) * 0.3
+    prevalence[2] = 0.0
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        pcut = fit_decision_rule("pcut", train_prevalence=prevalence).decide(scores)
+        rcut = fit_decision_rule("rcut", rcut_k=3).decide(scores)
+    finally:
+        numba.set_num_threads(previous)
+    counts = np.minimum(np.floor(prevalence * 301 + 0.5), 301).astype(int)
+    expected_pcut = np.column_stack([_stable_top(scores[:, k], counts[k]) for k in range(13)])
+    expected_rcut = np.vstack([_stable_top(row, 3) for row in scores])
+    np.testing.assert_array_equal(pcut.toarray(), expected_pcut)
+    np.testing.assert_array_equal(rcut.toarray(), expected_rcut)
+    for decided in (pcut, rcut):
+        assert decided.has_sorted_indices and decided.dtype == np.int8
+
+
 def _brute_force_scut(s, y, metric, beta=1.0):
     """The best metric over every threshold in {distinct scores} ∪ {+inf}, and the highest
     threshold reaching it, by plain counting."""

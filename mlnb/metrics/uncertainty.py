@@ -340,17 +340,66 @@ if HAVE_NUMBA:
         return a1 * b1 + (cross_a >> np.uint64(32)) + (cross_b >> np.uint64(32)) + (middle >> np.uint64(32))
 
     @njit(cache=True)
-    def _pcg64_double(hi, lo, inc_hi, inc_lo):
-        """(next hi, next lo, the double): numpy's PCG64 ``random()`` — the 128-bit LCG step
-        s ← s·M + inc, the XSL-RR output rotr(hi ⊕ lo, hi >> 58), its top 53 bits × 2⁻⁵³."""
+    def _pcg64_next(hi, lo, inc_hi, inc_lo):
+        """(next hi, next lo, the 64-bit output): numpy's PCG64 ``next_uint64`` — the 128-bit LCG step
+        s ← s·M + inc, the XSL-RR output rotr(hi ⊕ lo, hi >> 58)."""
         m_hi, m_lo = np.uint64(2549297995355413924), np.uint64(4865540595714422341)
         new_hi = _high_product(lo, m_lo) + lo * m_hi + hi * m_lo
         new_lo = lo * m_lo
         lo = new_lo + inc_lo
         hi = new_hi + inc_hi + (np.uint64(1) if lo < new_lo else np.uint64(0))
         x, rot = hi ^ lo, hi >> np.uint64(58)
-        x = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+        return hi, lo, (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+
+    @njit(cache=True)
+    def _pcg64_double(hi, lo, inc_hi, inc_lo):
+        """(next hi, next lo, the double): numpy's PCG64 ``random()``, the output's top 53 bits × 2⁻⁵³."""
+        hi, lo, x = _pcg64_next(hi, lo, inc_hi, inc_lo)
         return hi, lo, np.float64(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+    @njit(cache=True)
+    def _lemire_piece(hi, lo, inc_hi, inc_lo, outputs, rng_excl, threshold, out, at, stop):
+        """One piece of ``_bounded_draws``: the 2·outputs 32-bit halves of ``outputs`` 64-bit outputs from
+        state (hi, lo), low half first; each half u gives m = u·rng_excl, accepted when its low 32 bits
+        are ≥ threshold, as m >> 32. Writes the accepted ones to out[at:stop] (none when at = stop) and
+        returns (accepted, halves read when out[stop − 1] was written or −1, that output's high half)."""
+        accepted, ended, high = 0, -1, np.uint64(0)
+        for i in range(outputs):
+            hi, lo, x = _pcg64_next(hi, lo, inc_hi, inc_lo)
+            for half in range(2):
+                m = ((x >> np.uint64(32)) if half else (x & _LOW32)) * rng_excl
+                if (m & _LOW32) >= threshold:
+                    if at < stop:
+                        out[at] = np.int64(m >> np.uint64(32))
+                        at += 1
+                        if at == stop:
+                            ended, high = 2 * i + half + 1, x >> np.uint64(32)
+                    accepted += 1
+        return accepted, ended, high
+
+    @njit(parallel=True, cache=True)
+    def _lemire_counts(states, inc_hi, inc_lo, outputs, rng_excl, threshold):
+        """Accepted halves of each piece (``_lemire_piece``, nothing written), the pieces in parallel."""
+        counts = np.zeros(states.shape[0], dtype=np.int64)
+        none = np.empty(0, dtype=np.int64)
+        for p in prange(states.shape[0]):
+            counts[p] = _lemire_piece(states[p, 0], states[p, 1], inc_hi, inc_lo, outputs, rng_excl, threshold,
+                                      none, 0, 0)[0]
+        return counts
+
+    @njit(parallel=True, cache=True)
+    def _lemire_fill(states, inc_hi, inc_lo, outputs, rng_excl, threshold, first, out):
+        """Each piece's accepted values into out[first[p]:first[p + 1]], the pieces in parallel; returns, per
+        piece, the halves read when its last value was written (−1 for a piece that writes none) and the
+        high half of the output read then."""
+        ended = np.full(states.shape[0], -1, dtype=np.int64)
+        high = np.zeros(states.shape[0], dtype=np.uint64)
+        for p in prange(states.shape[0]):
+            stop = min(out.size, first[p + 1])
+            if first[p] < stop:
+                _, ended[p], high[p] = _lemire_piece(states[p, 0], states[p, 1], inc_hi, inc_lo, outputs, rng_excl,
+                                                     threshold, out, first[p], stop)
+        return ended, high
 
     @njit(parallel=True, cache=True)
     def _draw_counts(idx, states, inc_hi, inc_lo, first_positive, m_of, counts):
@@ -428,10 +477,11 @@ def _threshold_matrix_compiled(scores: np.ndarray, threshold: float) -> sp.csr_m
 
 
 def _stacked_counts_compiled(idx: np.ndarray, positive_bits, first_positive: np.ndarray,
-                             m_of: np.ndarray) -> np.ndarray:
+                             m_of: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
     """``_compact_counts(vstack([W, V]))`` of one block, the same numbers and type, in parallel:
     idx (B, n) the documents drawn; positive_bits the PCG64 of the positives' draws, left advanced
-    past the block (B·P draws, as ``random(P)`` B times would leave it)."""
+    past the block (B·P draws, as ``random(P)`` B times would leave it). ``scratch``: (≥ B, n + P)
+    counts of the block's type to count in, reused from block to block (``_count_scratch``)."""
     B, n = idx.shape
     P = m_of.size
     states = np.empty((B, 2), dtype=np.uint64)
@@ -441,13 +491,82 @@ def _stacked_counts_compiled(idx: np.ndarray, positive_bits, first_positive: np.
         state = positive_bits.state["state"]["state"]
         states[b] = state >> 64, state & 0xFFFFFFFFFFFFFFFF
         positive_bits.advance(P)
-    counts = np.empty((B, n + P), dtype=np.int32 if n < 2 ** 31 else np.int64)
+    counts = (_count_scratch(B, n, P) if scratch is None else scratch)[:B]
     top = _draw_counts(idx, states, np.uint64(inc >> 64), np.uint64(inc & 0xFFFFFFFFFFFFFFFF), first_positive,
                        m_of, counts).max(initial=0)
     dtype = next((t for t in (np.uint8, np.uint16) if top <= np.iinfo(t).max), np.float64)
     out = np.empty((n + P, B), dtype=dtype)
     _transpose_counts(counts, out)
     return out
+
+
+#: 64-bit outputs per piece of ``_bounded_draws`` (each piece a task of the threads)
+DRAW_PIECE_OUTPUTS = 1 << 15
+
+
+def _bounded_draws(generator: np.random.Generator, n: int, size: tuple) -> np.ndarray:
+    """``generator.integers(0, n, size=size)``: the same int64 numbers, and the generator left in the same
+    state, drawn on every thread (numpy's draws run on one core: 23 ms a block of 25 resamples of 156k
+    documents, 0.7 s of a study's four bootstraps).
+
+    numpy's draw (``random_bounded_uint64_fill`` for a range below 2³²) reads 32-bit numbers from the
+    generator (``next_uint32``: a half kept from a 64-bit output before, then the low and the high half
+    of each new output, the last high half kept for the next 32-bit draw). For each number u it forms
+    m = u·n and gives m >> 32 unless m's low 32 bits are below (2³² − n) mod n (Lemire's method; then it
+    reads the next number). Whether a number is accepted depends on it alone, so the outputs are cut into
+    pieces of ``DRAW_PIECE_OUTPUTS``, each piece's generator state found by PCG64's jump-ahead
+    (``advance``): the threads count each piece's accepted halves, then write them where the counts
+    before them put them. The generator is then advanced past every output read, with the half kept as
+    numpy keeps it. Another generator, n ≥ 2³² − 1 or no numba: numpy's own draw."""
+    bits = generator.bit_generator
+    total = int(np.prod(size))
+    if not HAVE_NUMBA or not isinstance(bits, np.random.PCG64) or not 2 <= n < 0xFFFFFFFF or total == 0:
+        return generator.integers(0, n, size=size)
+    before = bits.state
+    out = np.empty(size, dtype=np.int64)
+    flat = out.reshape(-1)
+    rng_excl, threshold = np.uint64(n), np.uint64((2 ** 32 - n) % n)
+    written = 0
+    if before["has_uint32"]:  # the half kept from the last 32-bit draw comes first
+        m = int(before["uinteger"]) * n
+        if m & 0xFFFFFFFF >= int(threshold):
+            flat[0], written = m >> 32, 1
+    after = dict(before, has_uint32=0)
+    if written < total:
+        inc = before["state"]["inc"]
+        inc_hi, inc_lo = np.uint64(inc >> 64), np.uint64(inc & 0xFFFFFFFFFFFFFFFF)
+        walker = np.random.PCG64()
+        walker.state = before
+        states, counts = [], np.empty(0, dtype=np.int64)
+        pieces = max(1, -(-(total - written) // (2 * DRAW_PIECE_OUTPUTS)))  # enough if none is rejected
+        while counts.sum() < total - written:
+            new = np.empty((pieces, 2), dtype=np.uint64)
+            for p in range(pieces):
+                state = walker.state["state"]["state"]
+                new[p] = state >> 64, state & 0xFFFFFFFFFFFFFFFF
+                walker.advance(DRAW_PIECE_OUTPUTS)
+            states.append(new)
+            counts = np.concatenate([counts, _lemire_counts(new, inc_hi, inc_lo, DRAW_PIECE_OUTPUTS, rng_excl,
+                                                            threshold)])
+            pieces = max(1, pieces // 8)  # the few more a rejected number needs
+        states = np.concatenate(states)
+        first = np.concatenate([[0], np.cumsum(counts)])
+        ended, high = _lemire_fill(states, inc_hi, inc_lo, DRAW_PIECE_OUTPUTS, rng_excl, threshold, first,
+                                   flat[written:])
+        last = int(np.searchsorted(first, total - written)) - 1  # the piece that wrote the last value
+        halves = last * 2 * DRAW_PIECE_OUTPUTS + int(ended[last])
+        bits.advance(-(-halves // 2))  # every output read
+        after = dict(bits.state, has_uint32=halves % 2, uinteger=int(high[last]))  # an odd half: the high one kept
+    bits.state = after
+    return out
+
+
+def _count_scratch(B: int, n: int, P: int) -> np.ndarray:
+    """(B, n + P) uninitialised counts for ``_stacked_counts_compiled`` (``_draw_counts`` zeroes each row).
+    One per bootstrap, not one per block: at 156k test documents it is 66 MB, above malloc's largest
+    mmap threshold (``mlnb._memory``), so each new one was fresh pages, faulted in while the threads
+    counted, and the counting took twice as long (32 against 14 ms a block on 2 threads, measured)."""
+    return np.empty((B, n + P), dtype=np.int32 if n < 2 ** 31 else np.int64)
 
 
 #: slices of the pooled pairs' radix sort (parallel work; any number gives the same order)
@@ -485,6 +604,27 @@ def _sorted_compiled(Y: sp.csc_matrix, scores: np.ndarray, columns: np.ndarray, 
     return doc, label, new_group
 
 
+def _group_starts_at_or_after(new_group: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """For each cut, the first index ≥ it where ``new_group`` is True (a tie group starts), or the last such
+    index where none is: ``starts[minimum(searchsorted(starts, cuts), starts.size − 1)]`` of the starts
+    ``flatnonzero(new_group)``, whose first is 0. Found by a scan from each cut, which stops at the first
+    True (numpy's argmax of booleans), not by listing every start: at RCV1 scale 16M items, whose list
+    (128 MB of fresh pages) and its float copy for the search took ~0.3 s on one core per bootstrap."""
+    found = np.empty(cuts.size, dtype=np.int64)
+    last = None
+    for j, cut in enumerate(cuts):
+        first = int(np.ceil(cut))  # the starts are whole numbers: ≥ cut is ≥ ⌈cut⌉
+        rest = new_group[first:]
+        at = int(np.argmax(rest)) if rest.size else 0
+        if rest.size and rest[at]:
+            found[j] = first + at
+            continue
+        if last is None:  # no start at or after the cut: the last one
+            last = new_group.size - 1 - int(np.argmax(new_group[::-1]))
+        found[j] = last
+    return found
+
+
 class _AucPlan:
     """Each category's score order (segment k) and the pooled pairs' order (the segments after K),
     cut at tie boundaries into pieces the size of a category."""
@@ -501,10 +641,8 @@ class _AucPlan:
         self.n_micro = 0
         if columns.size:
             pairs = columns.size * n
-            group_starts = np.flatnonzero(self.new_group[K * n:])
             # about K pieces, each starting at the first tie group at or after an even cut
-            nearest = np.searchsorted(group_starts, np.linspace(0, pairs, K + 1)[:-1])
-            cuts = np.unique(group_starts[np.minimum(nearest, group_starts.size - 1)])
+            cuts = np.unique(_group_starts_at_or_after(self.new_group[K * n:], np.linspace(0, pairs, K + 1)[:-1]))
             bounds = np.r_[cuts, pairs]
             lengths += list(np.diff(bounds))
             self.n_micro = bounds.size - 1
@@ -671,14 +809,15 @@ def _replicate_parts(Y_true, scores, decisions, threshold, metrics, n_boot, seed
         full_auc = plan.aucs(np.ones((n + P, 1), dtype=np.uint8), use_numba, stratified=True)[0].T  # (K, 1)
     if use_numba and wants_counts:  # the weighted counts as row sums of the stacked weights [w; v]
         sums_indptr, sums_rows, sums_order = _count_rows(Y, H, D, hit, n)
+    scratch = _count_scratch(min(block, n_boot), n, P) if use_numba else None
     for first in range(0, n_boot, block):
         B = min(block, n_boot - first)
         if use_numba:  # [w; v] drawn and counted in parallel, the same numbers (``_stacked_counts_compiled``)
             # (B, n): one call draws what B calls of ``bootstrap_indices`` draw (the same stream, the
             # 32-bit halves of a 64-bit output carried over from one resample to the next)
-            idx = document_draws.integers(0, n, size=(B, n))
+            idx = _bounded_draws(document_draws, n, (B, n))
             stacked = _stacked_counts_compiled(idx, positive_draws.bit_generator, first_positive,
-                                               m[positive_category].astype(np.float64))  # (n + P, B)
+                                               m[positive_category].astype(np.float64), scratch)  # (n + P, B)
         else:
             W = np.empty((n, B))  # (n, B) multinomial weights, one column per resample
             for b in range(B):

@@ -357,6 +357,12 @@ def test_compiled_draws_are_numpys_draws(seed, n, B):
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
     assert compiled.random() == draws.random()
+    # the counts of a larger block before, left in the scratch rows this block counts in: the same block
+    scratch = np.full((B + 2, n + P), 7, dtype=np.int32)
+    again = _stacked_counts_compiled(idx, np.random.default_rng([seed, 1]).bit_generator, first_positive,
+                                     m[category].astype(np.float64), scratch)
+    assert again.dtype == expected.dtype
+    np.testing.assert_array_equal(again, expected)
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
@@ -426,3 +432,57 @@ def test_compiled_threshold_decisions_are_numpys(dtype, threshold):
     for name in ("indptr", "indices", "data"):
         np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), err_msg=name)
     assert got.shape == expected.shape and got.data.dtype == np.float64
+
+
+@pytest.mark.parametrize("density", [0.001, 0.05, 0.5, 1.0])
+def test_group_starts_at_or_after_are_the_searched_starts(density):
+    # the pooled pairs' pieces start where the listed tie-group starts and a search put them
+    from mlnb.metrics.uncertainty import _group_starts_at_or_after
+
+    rng = np.random.default_rng(int(density * 1000))
+    for _ in range(60):
+        size, K = int(rng.integers(1, 3000)), int(rng.integers(1, 120))
+        new_group = rng.random(size) < density
+        new_group[0] = True  # the first item always starts a group
+        cuts = np.linspace(0, size, K + 1)[:-1]
+        starts = np.flatnonzero(new_group)
+        expected = starts[np.minimum(np.searchsorted(starts, cuts), starts.size - 1)]
+        np.testing.assert_array_equal(_group_starts_at_or_after(new_group, cuts), expected)
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("piece_outputs", [3, 1 << 15])
+@pytest.mark.parametrize("n, size", [(2, (3, 7)), (3, (1,)), (7, (1, 1)), (1000, (5, 999)), (156_403, (2, 156_403)),
+                                     (2 ** 31 + 12_345, (4, 1001)), (3 * 2 ** 30, (3, 5001)), (0xFFFFFFFE, (2, 3333))])
+def test_bounded_draws_are_numpys_integers(monkeypatch, threads, piece_outputs, n, size):
+    # the documents drawn on every thread: numpy's numbers, and the generator left where numpy leaves it
+    # (the 32-bit half numpy keeps included); 3 · 2^30 rejects a quarter of the numbers (Lemire's method)
+    import numba
+
+    from mlnb.metrics import uncertainty
+
+    monkeypatch.setattr(uncertainty, "DRAW_PIECE_OUTPUTS", piece_outputs)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for seed in (0, 1, 99):
+            numpys, ours = np.random.default_rng(seed), np.random.default_rng(seed)
+            for _ in range(3):  # a half kept by one call is read first by the next
+                expected = numpys.integers(0, n, size=size)
+                got = uncertainty._bounded_draws(ours, n, size)
+                assert got.dtype == expected.dtype and got.shape == expected.shape
+                np.testing.assert_array_equal(got, expected)
+                assert ours.bit_generator.state == numpys.bit_generator.state
+            assert ours.integers(0, 2 ** 62) == numpys.integers(0, 2 ** 62)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def test_bounded_draws_leave_other_generators_to_numpy():
+    from mlnb.metrics.uncertainty import _bounded_draws
+
+    for make, n in ((lambda: np.random.Generator(np.random.MT19937(4)), 100), (lambda: np.random.default_rng(4), 1),
+                    (lambda: np.random.default_rng(4), 2 ** 40)):
+        expected, got = make().integers(0, n, size=(3, 50)), _bounded_draws(make(), n, (3, 50))
+        np.testing.assert_array_equal(got, expected)
