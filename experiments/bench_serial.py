@@ -65,7 +65,7 @@ from bench_threads import ROOT, load, make_data, stages  # noqa: E402
 NUMBA_STAGES = ("NB fit", "scoring", "LR pass", "DeLong tests", "DeLong intervals", "bootstrap")
 #: functions that split their work over a thread pool beyond one thread (numpy lets the threads run): parallel
 #: parts too, though not numba's
-POOLED = (("mlnb._numba", "map_pieces"),)
+POOLED = (("mlnb._numba", "map_pieces"), ("mlnb._numba", "map_threads"))
 CHECKED_THREADS = (2, 4, 8, 16)
 
 
@@ -96,9 +96,15 @@ class RegionClock:
 
         wrappers = {}
         pooled = {id(getattr(importlib.import_module(module), name, None)) for module, name in POOLED} - {id(None)}
-        for module in [m for name, m in sys.modules.items() if name == "mlnb" or name.startswith("mlnb.")]:
+        modules = [m for name, m in sys.modules.items() if name == "mlnb" or name.startswith("mlnb.")]
+        # a parallel function that another compiled function calls stays as it is: replaced by a Python
+        # wrapper, the caller could not compile (its time is then its caller's)
+        called = {name for module in modules for value in vars(module).values()
+                  if isinstance(value, numba.core.dispatcher.Dispatcher) for name in value.py_func.__code__.co_names}
+        for module in modules:
             for name, value in list(vars(module).items()):
-                parallel = isinstance(value, numba.core.dispatcher.Dispatcher) and value.targetoptions.get("parallel")
+                parallel = isinstance(value, numba.core.dispatcher.Dispatcher) and value.targetoptions.get("parallel") \
+                    and name not in called
                 if parallel or id(value) in pooled:
                     wrapper = wrappers.setdefault(id(value), self._timed(value))
                     self._wrapped.append((module, name, value))
