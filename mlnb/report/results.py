@@ -26,6 +26,7 @@ import csv
 import json
 import re
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -156,30 +157,14 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
     with atomic_folder(Path(root), result.config.name) as staging:
         folder = staging.path
         (folder / "config.toml").write_text(dump_toml(with_absolute_paths(result.config)), encoding="utf-8")
-        _write_csv(metrics_frame(result), folder / "metrics.csv")
-        (folder / "curves").mkdir()
-        roc, lift = curve_frames(result)
-        _write_csv(roc, folder / "curves" / "roc_grid.csv")
-        _write_csv(lift, folder / "curves" / "lift_grid.csv")
-        _write_csv(pd.concat([run.evaluation.calibration.assign(model=run.name) for run in result.models]),
-                   folder / "curves" / "calibration.csv")
-        if result.comparisons:
-            _write_csv(comparison_frame(result.comparisons), folder / "comparison.csv")
-        if result.config.task == "multiclass":
-            _write_csv(confusion_frame(result), folder / "confusion.csv")
-        decisions = decisions_frame(result)
-        if decisions is not None:
-            _write_csv(decisions, folder / "decisions.csv")
-        if result.config.report.save_scores and result.Y_test is not None:  # a streaming study keeps no scores
-            save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
-                        {run.name: run.label for run in result.models}, result.category_names,
-                        result.train_positives, task=result.config.task,
-                        excluded=result.untrainable if result.config.eval.untrainable == "exclude" else ())
-        plot_files = []
-        if result.config.report.plots:
-            (folder / "plots").mkdir()
-            with timings.stage("plots"):
-                plot_files = _study_plots(result, folder / "plots")
+        # the scores (128 MB at RCV1 scale) are written on another thread while this one writes the tables and
+        # draws the plots: the zip's checksum and the file writes let Python's lock go, the plots hold it
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            scores_written = writer.submit(_save_study_scores, result, folder) if (
+                result.config.report.save_scores and result.Y_test is not None) else None  # a stream keeps none
+            plot_files = _write_tables_and_plots(result, folder)
+        if scores_written is not None:
+            scores_written.result()  # its error, if it had one
         _write_json(folder / "summary.json", _summary_json(result, command))
         where_time_went = "" if result.timings is None else \
             "\n## Where the time went\n\n" + result.timings.markdown() + "\n"  # writing: until summary.json
@@ -187,6 +172,37 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
     if result.config.tracking.mlflow_uri:  # the folder has its report.html and index.html (atomic_folder)
         track(staging.final, result.config.tracking)
     return staging.final
+
+
+def _save_study_scores(result: StudyResult, folder: Path) -> None:
+    save_scores(folder / SCORES_FILE, result.Y_test, {run.name: run.scores for run in result.models},
+                {run.name: run.label for run in result.models}, result.category_names,
+                result.train_positives, task=result.config.task,
+                excluded=result.untrainable if result.config.eval.untrainable == "exclude" else ())
+
+
+def _write_tables_and_plots(result: StudyResult, folder: Path) -> list[Path]:
+    """metrics.csv, the curves, the comparison, confusion and decision tables, and the plots (their paths)."""
+    _write_csv(metrics_frame(result), folder / "metrics.csv")
+    (folder / "curves").mkdir()
+    roc, lift = curve_frames(result)
+    _write_csv(roc, folder / "curves" / "roc_grid.csv")
+    _write_csv(lift, folder / "curves" / "lift_grid.csv")
+    _write_csv(pd.concat([run.evaluation.calibration.assign(model=run.name) for run in result.models]),
+               folder / "curves" / "calibration.csv")
+    if result.comparisons:
+        _write_csv(comparison_frame(result.comparisons), folder / "comparison.csv")
+    if result.config.task == "multiclass":
+        _write_csv(confusion_frame(result), folder / "confusion.csv")
+    decisions = decisions_frame(result)
+    if decisions is not None:
+        _write_csv(decisions, folder / "decisions.csv")
+    plot_files = []
+    if result.config.report.plots:
+        (folder / "plots").mkdir()
+        with timings.stage("plots"):
+            plot_files = _study_plots(result, folder / "plots")
+    return plot_files
 
 
 def track(folder: Path, tracking) -> str | None:
