@@ -28,10 +28,12 @@ tree's, so that both see the same load; the table then has both.
 ``--study`` measures the whole RCV1-scale study instead (``mlnb run configs/quickstart.toml`` on
 781,265 documents, 47,236 words, 20 % test, as ``bench_threads.py`` runs it), in a child process with
 NUMBA_NUM_THREADS = ``--study-threads`` (2). Its parallel parts are not only numba's: thread pools
-(the corpus's chunks, ``evaluate()``'s categories) and numpy calls that let other threads run. So this
-process samples the child's threads instead, every ~``--interval-ms`` ms, from /proc: how many are
-running or waiting for a core (state R) or in the kernel on a disk (D). A thread that waits for
-Python's lock, for another thread or for work sleeps (S) and is not counted. Each interval between
+(the corpus's chunks, ``evaluate()``'s categories), numpy calls that let other threads run, and the
+processes that draw the figures on many cores (``mlnb.report.drawing``; ``--drawing-from 2`` uses them
+on 2 threads). So this process samples the threads of the child and of every process it starts
+instead, every ~``--interval-ms`` ms, from /proc: how many are running or waiting for a core (state
+R) or in the kernel on a disk (D). A thread that waits for Python's lock, for another thread or for
+work sleeps (S) and is not counted. Each interval between
 samples goes to the stage of the ``--profile`` table open at its start (the child logs when each
 stage begins and ends; ``fit <model>`` is the span its fit took). Per stage:
 
@@ -166,6 +168,8 @@ def print_table(runs: dict) -> None:
 
 
 RCV1_WORDS, RCV1_DOCUMENTS = 47_236, 781_265
+#: the child's environment variable for ``--drawing-from``
+DRAWING_FROM = "MLNB_BENCH_DRAWING_FROM"
 #: thread states that want a core: running or runnable (R), in the kernel on a disk (D)
 WANTING = (b"R", b"D")
 
@@ -193,6 +197,10 @@ def study_child(events_path: str, arguments: list[str]) -> None:
         add(self, name, wall, cpu)
 
     timings.Timings._enter, timings.Timings._leave, timings.Timings._add = logged_enter, logged_leave, logged_add
+    if os.environ.get(DRAWING_FROM):
+        from mlnb.report import drawing
+
+        drawing.PROCESSES_FROM_THREADS = int(os.environ[DRAWING_FROM])
     places = _log_parallel_calls(events)
     sys.argv = ["mlnb", *arguments]
     import mlnb_entry
@@ -241,42 +249,73 @@ def _log_parallel_calls(events: list) -> RegionClock:
     return clock
 
 
-def _wanting_threads(task_folder: str) -> int | None:
-    """How many threads of a process want a core now (``WANTING``); None once it has ended."""
+def _read(path: str) -> bytes | None:
     try:
-        tids = os.listdir(task_folder)
-    except OSError:
-        return None
-    wanting = 0
-    for tid in tids:
+        descriptor = os.open(path, os.O_RDONLY)
         try:
-            descriptor = os.open(f"{task_folder}/{tid}/stat", os.O_RDONLY)
-            try:
-                stat = os.read(descriptor, 512)
-            finally:
-                os.close(descriptor)
-        except OSError:  # the thread ended meanwhile
+            return os.read(descriptor, 4096)
+        finally:
+            os.close(descriptor)
+    except OSError:  # the thread or process ended meanwhile
+        return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The process and every process it started, and they started (the fork server and the processes
+    that draw the figures), from /proc's lists of each thread's children."""
+    found, queue = [], [pid]
+    while queue:
+        process = queue.pop()
+        found.append(process)
+        try:
+            tids = os.listdir(f"/proc/{process}/task")
+        except OSError:
             continue
-        state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]  # the field after the name, which may hold ')'
-        wanting += state in WANTING
+        for tid in tids:
+            children = _read(f"/proc/{process}/task/{tid}/children")
+            queue += [int(child) for child in (children or b"").split()]
+    return found
+
+
+def _wanting_threads(processes: list[int]) -> int | None:
+    """How many threads of the processes want a core now (``WANTING``); None once the first has ended."""
+    wanting = 0
+    for number, process in enumerate(processes):
+        try:
+            tids = os.listdir(f"/proc/{process}/task")
+        except OSError:
+            if number == 0:
+                return None
+            continue
+        for tid in tids:
+            stat = _read(f"/proc/{process}/task/{tid}/stat")
+            if stat is not None:
+                state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]  # the field after the name (may hold ')')
+                wanting += state in WANTING
     return wanting
 
 
-def sample_study(threads: int, documents: int, interval: float, out: Path) -> tuple[list, list, float, str]:
-    """Run the study in a child with NUMBA_NUM_THREADS = threads, sampling its threads' states every
-    ``interval`` seconds: (samples [(perf_counter, threads wanting a core)], stage events, process wall, stdout)."""
+def sample_study(threads: int, documents: int, interval: float, out: Path, drawing_from: int = 0
+                 ) -> tuple[list, list, float, str]:
+    """Run the study in a child with NUMBA_NUM_THREADS = threads, sampling the states of its threads and
+    of the processes it starts every ``interval`` seconds: (samples [(perf_counter, threads wanting a
+    core)], stage events, process wall, stdout). ``drawing_from``: the child's
+    ``mlnb.report.drawing.PROCESSES_FROM_THREADS`` (0: as it is)."""
     events_path = out / "events.json"
     env = {**os.environ, "NUMBA_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
+    if drawing_from:
+        env[DRAWING_FROM] = str(drawing_from)
     command = [sys.executable, __file__, "--study-child", str(events_path), "run", "configs/quickstart.toml",
                "--quiet", "--profile", "--out", str(out), "--set", f"data.synthetic.n_documents={documents}",
                "--set", f"data.synthetic.n_features={RCV1_WORDS}", "--set", "data.test_fraction=0.2"]
     started = time.perf_counter()
     child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    task_folder = f"/proc/{child.pid}/task"
-    samples = []
+    samples, processes, looked = [], [child.pid], 0.0
     while child.poll() is None:
         now = time.perf_counter()
-        wanting = _wanting_threads(task_folder)
+        if now - looked > 0.02:  # the processes it started, looked for every 20 ms
+            processes, looked = _descendants(child.pid), now
+        wanting = _wanting_threads(processes)
         if wanting is None:
             break
         samples.append((now, wanting))
@@ -358,7 +397,7 @@ def study_bound(options) -> None:
           f"{options.interval_ms:g} ms", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         samples, events, wall, stdout = sample_study(threads, options.study_documents,
-                                                     options.interval_ms / 1000, Path(scratch))
+                                                     options.interval_ms / 1000, Path(scratch), options.drawing_from)
     table, recorded = parallelism_profile(samples, events)
     gaps = np.diff([at for at, _ in samples])
     print(f"{len(samples):,} samples, a median {1000 * np.median(gaps):.2f} ms apart (at most "
@@ -409,6 +448,8 @@ def main() -> None:
     parser.add_argument("--study-threads", type=int, default=2, help="NUMBA_NUM_THREADS of the study")
     parser.add_argument("--interval-ms", type=float, default=1.0, help="milliseconds between samples")
     parser.add_argument("--places", type=int, default=20, help="the largest serial places to list (--study)")
+    parser.add_argument("--drawing-from", type=int, default=0,
+                        help="--study: draw the figures in processes from this many threads (mlnb.report.drawing)")
     if len(sys.argv) > 2 and sys.argv[1] == "--study-child":  # the study's process: the rest is mlnb's
         study_child(sys.argv[2], sys.argv[3:])
         return

@@ -308,6 +308,10 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
         check_writable(out, study_config.name)  # before the data: a bad --out fails in a second
         _prepare_engine(study_config)  # and a spill folder that cannot be written
         check_budget(study_config)  # and a run that cannot fit in memory too
+        if study_config.report.plots:
+            from mlnb.report import drawing
+
+            drawing.start_early()  # many cores: the processes that draw the figures get ready meanwhile
         with timings.recording() as clock:  # the stages of the study, the plots and the writing
             result = run_study(study_config)
             with timings.stage("writing"):

@@ -34,7 +34,7 @@ import pandas as pd
 from mlnb import timings
 from mlnb.config import config_dict, dump_toml, toml_value
 from mlnb.errors import MlnbWarning
-from mlnb.report import plots
+from mlnb.report import drawing, plots
 from mlnb.report.folder import atomic_folder
 from mlnb.report.markdown import comparison_markdown, plain, study_markdown
 from mlnb.report.provenance import json_safe, provenance, with_absolute_paths
@@ -135,21 +135,24 @@ def pair_file_stems(comparisons) -> list[str]:
 
 
 def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
+    """Every figure of a study into ``folder``, drawn here or side by side in worker processes
+    (``mlnb.report.drawing``); the paths of those made."""
     k = result.config.report.category
-    made = [plots.accuracy_per_category(result, folder / "accuracy_per_category.png"),
-            plots.roc_for_category(result, k, folder / f"roc_category_{k}.png"),
-            plots.lift_for_category(result, k, folder / f"lift_category_{k}.png"),
-            plots.calibration(result, folder / "calibration.png"),
-            plots.auc_by_frequency(result, folder / "auc_by_frequency.png")]
+    slim = drawing.for_drawing(result) if drawing.worker_processes(2) else result  # what is pickled to them
+    figures = [(plots.accuracy_per_category, (slim, folder / "accuracy_per_category.png")),
+               (plots.roc_for_category, (slim, k, folder / f"roc_category_{k}.png")),
+               (plots.lift_for_category, (slim, k, folder / f"lift_category_{k}.png")),
+               (plots.calibration, (slim, folder / "calibration.png")),
+               (plots.auc_by_frequency, (slim, folder / "auc_by_frequency.png"))]
     if result.config.task == "multiclass":
-        made += [plots.confusion_matrix(run, result.category_names, folder / f"confusion_{run.name}.png")
-                 for run in result.models]
+        figures += [(plots.confusion_matrix, (run, result.category_names, folder / f"confusion_{run.name}.png"))
+                    for run in slim.models]
     colors = plots.study_colors(result)
     for comparison, pair in zip(result.comparisons, pair_file_stems(result.comparisons)):
-        made += [plots.auc_scatter(result, comparison, folder / f"auc_scatter_{pair}.png"),
-                 plots.auc_difference(comparison, folder / f"auc_difference_{pair}.png",
-                                      (colors[comparison.name_a], colors[comparison.name_b]))]
-    return [p for p in made if p is not None]
+        figures += [(plots.auc_scatter, (slim, comparison, folder / f"auc_scatter_{pair}.png")),
+                    (plots.auc_difference, (comparison, folder / f"auc_difference_{pair}.png",
+                                            (colors[comparison.name_a], colors[comparison.name_b])))]
+    return [p for p in drawing.draw(figures) if p is not None]
 
 
 def write_results(result: StudyResult, root: str | Path = "results", command: str | None = None) -> Path:
