@@ -12,6 +12,8 @@
 # study16  the whole RCV1-scale quickstart once, on every core, with its --profile table
 # regions  experiments/bench_lr_floor.py at 1, 4 and 16 threads: each parallel region of the LR pass
 # serial   experiments/bench_serial.py: each stage's one-thread seconds outside its parallel regions there
+# profile  experiments/bench_serial.py --study at 2 and 16 threads: the whole study's seconds with at most one
+#          thread wanting a core, per stage and function (its parallelism profile), and Amdahl's bound
 # Each part has its own time limit, so that one that hangs leaves the others their time; everything
 # printed goes to $OUT/log.txt as well, with the JSON and CSV results beside it.
 set -u
@@ -56,6 +58,14 @@ fi
 if has serial; then
     echo "== bench_serial.py (one thread: the seconds outside the parallel regions, Amdahl's bound)"
     timeout 150 python3 experiments/bench_serial.py --repeats 3
+fi
+if has profile; then
+    python3 -m mlnb_entry run configs/quickstart.toml --quiet --out /tmp/warm --set data.synthetic.n_documents=20000 \
+        > /dev/null 2>&1  # numba's compilation out of the profile
+    for t in 2 16; do
+        echo "== bench_serial.py --study, $t threads (the study's parallelism profile)"
+        timeout 120 python3 experiments/bench_serial.py --study --study-threads $t --places 25
+    done
 fi
 if has regions; then
     for t in 1 4 16; do

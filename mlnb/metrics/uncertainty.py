@@ -63,9 +63,10 @@ area is shifted by its positives × the negatives of earlier segments). The weig
 sparse products (Yᵀ w, and the decided positives' selection times v).
 
 With numba, a block of resamples runs in parallel and gives the same bits whatever the thread
-count: the document draws stay serial (``rng.integers`` rejects a variable number of its 32-bit
-outputs, so a resample's place in the stream is known only after the earlier ones), their counts
-and the positives' draws run one resample per thread — a resample's positives read numpy's PCG64
+count: the document draws are ``rng.integers``'s numbers drawn on every thread (``_bounded_draws``:
+numpy rejects a variable number of its 32-bit outputs, but whether it rejects one depends on that
+output alone, so the threads count the accepted ones of pieces of the stream, then write them in
+place), their counts and the positives' draws run one resample per thread — a resample's positives read numpy's PCG64
 stream from its own start, the state advanced by b·P draws (each ``random()`` double takes one
 64-bit output), so they are ``rng.random(P)``'s numbers — and the products are row sums of the
 stacked counts, whole numbers added in float64: exact, so any order gives the scipy products' values.
