@@ -349,7 +349,11 @@ def stack_rows(blocks: list) -> sp.csr_matrix:
         indices[q:q + b.nnz] = b.indices[:b.nnz]
         np.add(b.indptr[1:], q, out=indptr[r + 1:r + 1 + b.shape[0]], casting="unsafe")  # < 2**31 unless wide
 
-    map_threads(copy, range(len(blocks)))
+    if nnz >= PARALLEL_COPY_NONZEROS:
+        map_threads(copy, range(len(blocks)))
+    else:  # a few non-zeros: a thread pool would cost more than the copies
+        for block in range(len(blocks)):
+            copy(block)
     stacked = sp.csr_matrix((data, indices, indptr), shape=(n, V))
     if all(b.has_canonical_format for b in blocks):
         stacked.has_canonical_format = True  # rows of canonical blocks: no new check needed

@@ -283,9 +283,12 @@ def _scut(S: np.ndarray, Y: sp.csc_matrix, metric: str, beta: float, rank: int):
 
 def _block_elements(n: int, K: int) -> int:
     """Documents × categories per block of decide: at most ``DECIDE_ROWS_ELEMENTS`` (the temporaries of a
-    block), and at least two blocks per thread of ``worker_threads()`` (the blocks run on a thread pool:
-    numpy's partitions, comparisons and nonzero let the threads run). Blocks only share the work out:
-    each document (rcut) or category (pcut) is decided alone, so any size gives the same decisions."""
+    block), and from ``PARALLEL_CUT_ELEMENTS`` on at least two blocks per thread of ``worker_threads()``
+    (the blocks run on a thread pool: numpy's partitions, comparisons and nonzero let the threads run;
+    below, one block and no pool). Blocks only share the work out: each document (rcut) or category
+    (pcut) is decided alone, so any size gives the same decisions."""
+    if n * K < PARALLEL_CUT_ELEMENTS:
+        return DECIDE_ROWS_ELEMENTS
     return max(1, min(DECIDE_ROWS_ELEMENTS, -(-n * K // (2 * worker_threads()))))
 
 

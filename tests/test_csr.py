@@ -61,7 +61,8 @@ def test_select_rows_leaves_unusual_rows_to_scipy(monkeypatch):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_stack_rows_is_scipys_vstack(index_dtype, threads):
+def test_stack_rows_is_scipys_vstack(index_dtype, threads, monkeypatch):
+    monkeypatch.setattr(_csr, "PARALLEL_COPY_NONZEROS", 0 if threads > 1 else 1 << 30)  # the pool, or in line
     rng = np.random.default_rng(0)
     blocks = []
     for rows, dtype in ((5, np.float32), (0, np.float32), (17, np.float64), (1, np.float32), (40, np.float32)):

@@ -218,6 +218,7 @@ def test_rank_rules_in_blocks_on_threads_are_a_stable_sort(monkeypatch, threads,
     from mlnb import decision
 
     monkeypatch.setattr(decision, "DECIDE_ROWS_ELEMENTS", block_elements)
+    monkeypatch.setattr(decision, "PARALLEL_CUT_ELEMENTS", 0)  # blocks on the pool however small the scores
     monkeypatch.setattr(decision, "worker_threads", lambda: threads)
     rng = np.random.default_rng(block_elements)
     scores = np.round(rng.normal(size=(301, 13)), 1).astype(np.float32)  # many ties
