@@ -46,6 +46,12 @@ process's load does not inflate the serial seconds (its threads are not the chil
 that waits on the disk or sleeps counts as serial, as it should: more cores do not shorten it.
 The bound is optimistic (bandwidth, imbalance between more threads); what it names is the work that
 no number of cores shortens.
+
+``--study-config FILE`` profiles the study of another config instead (as given: no synthetic
+overrides), for example the 10M-document streamed study that ``bench_scale.py`` writes::
+
+    python experiments/bench_scale.py --documents 10000000 --engines local --folder /work/scale
+    python experiments/bench_serial.py --study --study-config scale.toml   # its [data.shards] path: /work/scale/…
 """
 
 from __future__ import annotations
@@ -295,19 +301,22 @@ def _wanting_threads(processes: list[int]) -> int | None:
     return wanting
 
 
-def sample_study(threads: int, documents: int, interval: float, out: Path, drawing_from: int = 0
-                 ) -> tuple[list, list, float, str]:
+def sample_study(threads: int, documents: int, interval: float, out: Path, drawing_from: int = 0,
+                 config: str = "") -> tuple[list, list, float, str]:
     """Run the study in a child with NUMBA_NUM_THREADS = threads, sampling the states of its threads and
     of the processes it starts every ``interval`` seconds: (samples [(perf_counter, threads wanting a
     core)], stage events, process wall, stdout). ``drawing_from``: the child's
-    ``mlnb.report.drawing.PROCESSES_FROM_THREADS`` (0: as it is)."""
+    ``mlnb.report.drawing.PROCESSES_FROM_THREADS`` (0: as it is). ``config``: that config's study, as
+    it is, instead of the quickstart's at RCV1 scale (``documents``)."""
     events_path = out / "events.json"
     env = {**os.environ, "NUMBA_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
     if drawing_from:
         env[DRAWING_FROM] = str(drawing_from)
-    command = [sys.executable, __file__, "--study-child", str(events_path), "run", "configs/quickstart.toml",
-               "--quiet", "--profile", "--out", str(out), "--set", f"data.synthetic.n_documents={documents}",
-               "--set", f"data.synthetic.n_features={RCV1_WORDS}", "--set", "data.test_fraction=0.2"]
+    study = [str(Path(config).resolve())] if config else [
+        "configs/quickstart.toml", "--set", f"data.synthetic.n_documents={documents}",
+        "--set", f"data.synthetic.n_features={RCV1_WORDS}", "--set", "data.test_fraction=0.2"]
+    command = [sys.executable, __file__, "--study-child", str(events_path), "run", study[0],
+               "--quiet", "--profile", "--out", str(out), *study[1:]]
     started = time.perf_counter()
     child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     samples, processes, looked = [], [child.pid], 0.0
@@ -392,12 +401,13 @@ def study_bound(options) -> None:
 
     threads = options.study_threads
     print(f"{os.cpu_count()} CPUs, numba {numba.__version__}; load {load()}", flush=True)
-    print(f"the whole study (`mlnb run configs/quickstart.toml`, {options.study_documents:,} documents, "
-          f"{RCV1_WORDS:,} words, 20 % test) on {threads} threads, its threads sampled every ~"
-          f"{options.interval_ms:g} ms", flush=True)
+    what = (f"`mlnb run {options.study_config}`" if options.study_config else
+            f"`mlnb run configs/quickstart.toml`, {options.study_documents:,} documents, {RCV1_WORDS:,} words, 20 % test")
+    print(f"the whole study ({what}) on {threads} threads, its threads sampled every ~{options.interval_ms:g} ms",
+          flush=True)
     with tempfile.TemporaryDirectory() as scratch:
-        samples, events, wall, stdout = sample_study(threads, options.study_documents,
-                                                     options.interval_ms / 1000, Path(scratch), options.drawing_from)
+        samples, events, wall, stdout = sample_study(threads, options.study_documents, options.interval_ms / 1000,
+                                                     Path(scratch), options.drawing_from, options.study_config)
     table, recorded = parallelism_profile(samples, events)
     gaps = np.diff([at for at, _ in samples])
     print(f"{len(samples):,} samples, a median {1000 * np.median(gaps):.2f} ms apart (at most "
@@ -446,6 +456,8 @@ def main() -> None:
     parser.add_argument("--study", action="store_true", help="the whole RCV1-scale study's parallelism profile")
     parser.add_argument("--study-documents", type=int, default=RCV1_DOCUMENTS, help="documents of the study")
     parser.add_argument("--study-threads", type=int, default=2, help="NUMBA_NUM_THREADS of the study")
+    parser.add_argument("--study-config", default="", help="--study: this config's study, as it is (not the "
+                                                           "quickstart at RCV1 scale)")
     parser.add_argument("--interval-ms", type=float, default=1.0, help="milliseconds between samples")
     parser.add_argument("--places", type=int, default=20, help="the largest serial places to list (--study)")
     parser.add_argument("--drawing-from", type=int, default=0,
