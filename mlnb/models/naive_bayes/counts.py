@@ -13,6 +13,9 @@ r"""What one pass over a chunk of documents gives every Naive Bayes event model.
 Every field of the counts of two chunks is a sum (or a min, max, and) of the
 fields of each, so ``a + b`` is the counts of the concatenated chunks. ``fit``,
 ``partial_fit``, streaming and a distributed tree-reduce all build on that.
+The (K × V) sums are added in pieces on a thread pool: a streamed fit adds one
+chunk's 39 MB of F at RCV1 scale, which numpy alone adds on one core (0.5 s of
+serial work per million documents).
 """
 
 from __future__ import annotations
@@ -22,8 +25,29 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb._numba import map_threads, worker_threads
 from mlnb.errors import MlnbError
 from mlnb.models._counting import column_statistics, count_chunk
+
+#: values from which an addition of two count arrays is cut into pieces on a thread pool (below:
+#: one numpy call, which a pool's start-up would outweigh)
+PARALLEL_ADD_VALUES = 1 << 20
+
+
+def add_counts(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """a + b, elementwise, into ``out`` (a new array when None; ``out`` may be ``a`` or ``b``): numpy's
+    additions, so the same bits, in contiguous pieces on a thread pool when large."""
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
+    pieces = min(worker_threads(), out.size // PARALLEL_ADD_VALUES)
+    if pieces <= 1 or a.shape != out.shape or b.shape != out.shape or not all(
+            x.flags.c_contiguous for x in (a, b, out)):
+        return np.add(a, b, out=out)
+    flat_a, flat_b, flat_out = a.reshape(-1), b.reshape(-1), out.reshape(-1)
+    cuts = np.linspace(0, out.size, pieces + 1).astype(np.int64)
+    map_threads(lambda ends: np.add(flat_a[ends[0]:ends[1]], flat_b[ends[0]:ends[1]],
+                                    out=flat_out[ends[0]:ends[1]]), zip(cuts[:-1], cuts[1:]))
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +93,14 @@ class NBCounts:
     def __add__(self, other: NBCounts) -> NBCounts:
         if not isinstance(other, NBCounts):
             return NotImplemented
+        return self._added(other, in_place=False)
+
+    def add_into(self, other: NBCounts) -> NBCounts:
+        """``other + self`` computed in this object's arrays, which the caller owns (a chunk's counts just
+        made): the same bits as ``other + self`` (IEEE addition commutes), without a new K × V array."""
+        return self._added(other, in_place=True)
+
+    def _added(self, other: NBCounts, in_place: bool) -> NBCounts:
         if self.shape != other.shape:
             raise MlnbError(f"cannot add NBCounts of {self.shape[0]} categories × {self.shape[1]} features "
                             f"to NBCounts of {other.shape[0]} × {other.shape[1]}")
@@ -77,10 +109,17 @@ class NBCounts:
             raise MlnbError(f"cannot add NBCounts holding {sorted(mine)} (presence={self.presence}) to "
                             f"NBCounts holding {sorted(theirs)} (presence={other.presence}): they were "
                             "counted for different event models")
-        added = dict(F=self.F + other.F, t=self.t + other.t, N=self.N + other.N, n=self.n + other.n,
-                     S=self.S + other.S)
+
+        def total(own, given):  # self's field + other's, in self's array when in place and it holds the sum
+            if in_place and own.flags.writeable and own.dtype == np.result_type(own, given) \
+                    and own.shape == np.broadcast_shapes(own.shape, given.shape):
+                return add_counts(given, own, out=own)
+            return add_counts(own, given)
+
+        added = dict(F=total(self.F, other.F), t=total(self.t, other.t), N=total(self.N, other.N),
+                     n=self.n + other.n, S=total(self.S, other.S))
         if "F2" in mine:
-            added.update(F2=self.F2 + other.F2, t2=self.t2 + other.t2)
+            added.update(F2=total(self.F2, other.F2), t2=total(self.t2, other.t2))
         if "lo" in mine:
             added.update(lo=np.minimum(self.lo, other.lo), hi=np.maximum(self.hi, other.hi),
                          integer=self.integer & other.integer)

@@ -253,7 +253,7 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"partial_fit got X {X.shape} / Y {Y.shape}, but earlier chunks had "
                             f"{self.n_features_in_} features and {earlier.shape[0]} categories")
         chunk = NBCounts.from_chunk(X, Y, **self._counts_needed())
-        counts = earlier + chunk if earlier is not None else chunk
+        counts = chunk.add_into(earlier) if earlier is not None else chunk  # earlier + chunk, in chunk's arrays
         self.n_features_in_ = X.shape[1]
         check = self._event_model.check_counts
         if check is not None:  # e.g. a mixed override the data contradict fails at this chunk, before it counts

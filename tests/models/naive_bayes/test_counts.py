@@ -89,3 +89,38 @@ def test_counts_of_different_shapes_or_kinds_do_not_add(small_corpus):
         counts + NBCounts.from_chunk(X, Y, presence=True)
     with pytest.raises(MlnbError, match="counted for different event models"):
         counts + NBCounts.from_chunk(X, Y, squares=True)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_counts_added_in_pieces_are_numpys_sums_bit_for_bit(monkeypatch, threads):
+    from mlnb.models.naive_bayes import counts as counts_module
+
+    monkeypatch.setattr(counts_module, "PARALLEL_ADD_VALUES", 7)  # pieces of a few values: every thread works
+    monkeypatch.setattr(counts_module, "worker_threads", lambda: threads)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 11)) * 1e6, rng.standard_normal((5, 11)) / 3  # sums that round
+    expected = a + b
+    np.testing.assert_array_equal(counts_module.add_counts(a, b), expected)
+    own = b.copy()
+    assert counts_module.add_counts(a, own, out=own) is own
+    np.testing.assert_array_equal(own, expected)
+    np.testing.assert_array_equal(counts_module.add_counts(a[:, ::2], b[:, ::2]), expected[:, ::2])  # not contiguous
+    np.testing.assert_array_equal(counts_module.add_counts(a[0], b), a[0] + b)  # broadcast: numpy's one call
+
+
+def test_partial_fit_adds_each_chunk_in_its_own_arrays_and_leaves_earlier_counts_alone(small_corpus, monkeypatch):
+    from mlnb.models.naive_bayes import NaiveBayes
+    from mlnb.models.naive_bayes import counts as counts_module
+
+    monkeypatch.setattr(counts_module, "PARALLEL_ADD_VALUES", 64)
+    X, Y = chunk(small_corpus, np.arange(small_corpus.X.shape[0]))
+    for kind in ("multinomial", "gaussian"):
+        model = NaiveBayes(event_model=kind).partial_fit(X[:600], Y[:600])
+        first = model.counts_
+        kept = {name: getattr(first, name).copy() for name in ("F", "t", "N", "S")}
+        model.partial_fit(X[600:], Y[600:])
+        for name, values in kept.items():  # the first chunk's counts, which a caller may hold, unchanged
+            np.testing.assert_array_equal(getattr(first, name), values, err_msg=name)
+        second = NaiveBayes(event_model=kind).partial_fit(X[600:], Y[600:]).counts_
+        for name in ("F", "t", "N", "S") + (("F2", "t2") if kind == "gaussian" else ()):
+            np.testing.assert_array_equal(getattr(model.counts_, name), getattr(first + second, name), err_msg=name)
