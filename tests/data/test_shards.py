@@ -249,3 +249,25 @@ def test_not_json_and_not_a_folder(damaged, tmp_path):
         ShardSource(damaged)
     with pytest.raises(MlnbError, match="no such folder"):
         ShardSource(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_files_crc_from_pieces_on_threads_is_zlibs(tmp_path, monkeypatch, threads):
+    import zlib
+
+    from mlnb.data import shards
+
+    monkeypatch.setattr(shards, "CRC_PIECE_BYTES", 1000)
+    monkeypatch.setattr(shards, "worker_threads", lambda: threads)
+    rng = np.random.default_rng(threads)
+    for size in (0, 1, 999, 1000, 1001, 2000, 2999, 12_345):  # no piece, one, a remainder first, whole pieces
+        path = tmp_path / f"file-{size}"
+        path.write_bytes(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+        assert shards._crc32(path) == zlib.crc32(path.read_bytes()), size
+    zeros = tmp_path / "zeros"  # zero bytes: where a wrong shift operator would still give zlib's number alone
+    zeros.write_bytes(b"\0" * 5000)
+    assert shards._crc32(zeros) == zlib.crc32(b"\0" * 5000)
+    for length in (1, 7, 1000):  # crc(A B) = M·crc(A) xor crc(B) for any B of that length
+        message, more = (rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in (37, length))
+        assert shards._gf2_times(shards._zeros_operator(length), zlib.crc32(message)) ^ zlib.crc32(more) == \
+            zlib.crc32(message + more)
