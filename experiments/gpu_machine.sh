@@ -14,6 +14,8 @@
 # serial   experiments/bench_serial.py: each stage's one-thread seconds outside its parallel regions there
 # profile  experiments/bench_serial.py --study at 2 and 16 threads: the whole study's seconds with at most one
 #          thread wanting a core, per stage and function (its parallelism profile), and Amdahl's bound
+# stream   the same profile, at 2 and 16 threads, of bench_scale.py's streamed study of 1M documents
+#          (shards generated first, ~1 minute)
 # Each part has its own time limit, so that one that hangs leaves the others their time; everything
 # printed goes to $OUT/log.txt as well, with the JSON and CSV results beside it.
 set -u
@@ -65,6 +67,17 @@ if has profile; then
     for t in 2 16; do
         echo "== bench_serial.py --study, $t threads (the study's parallelism profile)"
         timeout 120 python3 experiments/bench_serial.py --study --study-threads $t --places 25
+    done
+fi
+if has stream; then
+    echo "== the streamed study of 1M documents (bench_scale.py), then its parallelism profile"
+    timeout 200 python3 experiments/bench_scale.py --documents 1000000 --engines local --folder /tmp/scale
+    python3 -c "import sys; sys.path.insert(0, 'experiments'); import bench_scale; open('/tmp/scale1m.toml', 'w').write(
+        bench_scale.CONFIG.format(path='/tmp/scale/1000000', engine='local', workers=2))"
+    for t in 2 16; do
+        echo "== bench_serial.py --study --study-config (streamed, 1M documents), $t threads"
+        timeout 120 python3 experiments/bench_serial.py --study --study-config /tmp/scale1m.toml --study-threads $t \
+            --places 25
     done
 fi
 if has regions; then
