@@ -146,13 +146,16 @@ def map_pieces(function, array, piece_values: int) -> list:
     """[function(piece) for each piece of ``array`` along its first axis], the pieces (views) on a thread
     pool of ``worker_threads()`` threads, at most one piece per ``piece_values`` values: for numpy calls,
     which let other threads run during their loops. One thread, or a small array: [function(array)] in
-    the calling thread."""
-    threads = min(worker_threads(), len(array), array.size // max(piece_values, 1))
+    the calling thread. ``array`` may be a tuple of arrays of one length: each call then gets the tuple
+    of their pieces at the same rows (e.g. inputs and output of a ufunc)."""
+    arrays = array if isinstance(array, tuple) else (array,)
+    threads = min(worker_threads(), len(arrays[0]), arrays[0].size // max(piece_values, 1))
     if threads <= 1:
         return [function(array)]
     import numpy as np
 
-    return map_threads(function, np.array_split(array, threads))
+    pieces = [np.array_split(each, threads) for each in arrays]
+    return map_threads(function, list(zip(*pieces)) if isinstance(array, tuple) else pieces[0])
 
 
 __all__ = ["HAVE_NUMBA", "IEEE", "map_pieces", "map_threads", "njit", "prange", "worker_threads"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._numba import map_threads, worker_threads
+from mlnb._numba import map_pieces
 from mlnb.errors import MlnbError
 from mlnb.models._counting import column_statistics, count_chunk
 
@@ -39,14 +39,10 @@ def add_counts(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> n
     additions, so the same bits, in contiguous pieces on a thread pool when large."""
     if out is None:
         out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
-    pieces = min(worker_threads(), out.size // PARALLEL_ADD_VALUES)
-    if pieces <= 1 or a.shape != out.shape or b.shape != out.shape or not all(
-            x.flags.c_contiguous for x in (a, b, out)):
+    if a.shape != out.shape or b.shape != out.shape or not all(x.flags.c_contiguous for x in (a, b, out)):
         return np.add(a, b, out=out)
-    flat_a, flat_b, flat_out = a.reshape(-1), b.reshape(-1), out.reshape(-1)
-    cuts = np.linspace(0, out.size, pieces + 1).astype(np.int64)
-    map_threads(lambda ends: np.add(flat_a[ends[0]:ends[1]], flat_b[ends[0]:ends[1]],
-                                    out=flat_out[ends[0]:ends[1]]), zip(cuts[:-1], cuts[1:]))
+    map_pieces(lambda pieces: np.add(pieces[0], pieces[1], out=pieces[2]),
+               (a.reshape(-1), b.reshape(-1), out.reshape(-1)), PARALLEL_ADD_VALUES)
     return out
 
 
