@@ -112,3 +112,57 @@ def test_the_index_numba_writes_for_a_kernel_holds_the_kernels_stamp(tmp_path):
         pickle.load(index)  # numba's version
         stamp_recorded, _ = pickle.loads(index.read())
     assert stamp_recorded == _numba.kernels_stamp()
+
+
+
+def _package_kernels() -> list:
+    """Every numba dispatcher of the package (all its modules imported), kernels made inside functions
+    included (found among the live objects)."""
+    import gc
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import mlnb
+
+    for module in pkgutil.walk_packages(mlnb.__path__, "mlnb."):
+        importlib.import_module(module.name)
+    return [thing for thing in gc.get_objects() if isinstance(thing, CPUDispatcher)
+            and getattr(thing.py_func, "__module__", "").startswith("mlnb")]
+
+
+def test_no_two_cached_kernels_share_an_entry_of_numbas_cache():
+    """numba's on-disk cache names a kernel by its function's qualified name and first line and keys it
+    on the argument types, not on the compile flags: one function compiled twice (parallel and serial)
+    shared one entry, and whichever compiled first in a fresh cache was loaded for both (scoring ran on
+    one thread at every thread count). Every cached kernel of the package is its own function."""
+    from numba.core.caching import NullCache
+
+    kernels = {}
+    for kernel in _package_kernels():
+        if isinstance(kernel._cache, NullCache):
+            continue
+        function = kernel.py_func
+        key = (function.__module__, function.__qualname__, function.__code__.co_firstlineno)
+        kernels.setdefault(key, []).append(kernel)
+    assert len(kernels) > 50, sorted(kernels)
+    assert [key for key, same in kernels.items() if len(same) > 1] == []
+
+
+def test_the_parallel_scoring_loop_is_not_loaded_from_the_serial_loops_cache_entry(tmp_path):
+    """A fresh cache where the serial scoring loop compiled first: the next process compiles the
+    parallel loop (a cache miss), where it used to load the serial machine code as the parallel kernel."""
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    setup = ("import numpy as np, scipy.sparse as sp\nfrom mlnb.models import _scoring as s\n"
+             "X = sp.random(4, 6, density=0.5, format='csr', dtype=np.float32, random_state=0)\n"
+             "W = np.ones((6, 2), np.float32); b = np.zeros(2, np.float32); out = np.empty((4, 2), np.float32)\n"
+             "arguments = (X.indptr, X.indices, X.data, W, b, False, False, out)\n")
+    subprocess.run([sys.executable, "-c", setup + "s._csr_times_dense_serial(*arguments)\n"], cwd=PROJECT,
+                   env=environment, check=True, timeout=300)
+    parallel = setup + ("s._csr_times_dense(*arguments)\n"
+                        "print(sum(s._csr_times_dense.stats.cache_hits.values()), "
+                        "sum(s._csr_times_dense.stats.cache_misses.values()))\n")
+    done = subprocess.run([sys.executable, "-c", parallel], cwd=PROJECT, env=environment, check=True,
+                          timeout=300, capture_output=True, text=True)
+    assert done.stdout.split() == ["0", "1"]

@@ -28,27 +28,38 @@ _NUMBA_MIN_WORK = 2_000_000
 if HAVE_NUMBA:
     from mlnb.models._float32_math import sigmoid as sigmoid32
 
-    def _csr_times_dense_rows(indptr, indices, data, W, b, binary, sigmoid, out):
-        n, K = out.shape
+    @njit(cache=True, fastmath=IEEE, inline="always")
+    def _score_row(i, indptr, indices, data, W, b, binary, sigmoid, out):
+        K = out.shape[1]
         one = np.float32(1.0)
-        for i in prange(n):
+        for k in range(K):
+            out[i, k] = b[k]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            v = (one if data[p] > 0 else np.float32(0.0)) if binary else data[p]
             for k in range(K):
-                out[i, k] = b[k]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                v = (one if data[p] > 0 else np.float32(0.0)) if binary else data[p]
-                for k in range(K):
-                    out[i, k] += v * W[j, k]
-            if sigmoid:  # _float32_math's σ: the loop runs in vector lanes (np.exp is a call per value)
-                for k in range(K):
-                    out[i, k] = sigmoid32(out[i, k])
+                out[i, k] += v * W[j, k]
+        if sigmoid:  # _float32_math's σ: the loop runs in vector lanes (np.exp is a call per value)
+            for k in range(K):
+                out[i, k] = sigmoid32(out[i, k])
 
-    # one loop, compiled twice: the rows' arithmetic is identical, only the threads differ. IEEE
-    # arithmetic (no FMA contraction or approximate reciprocals), so that the two compilations, and
-    # numba's fresh and cached code, give the same bits whatever they vectorise (see mlnb._numba.IEEE)
-    _csr_times_dense = njit(parallel=True, cache=True, fastmath=IEEE)(_csr_times_dense_rows)
-    _csr_times_dense_serial = njit(cache=True, fastmath=IEEE)(_csr_times_dense_rows)
+    # one row's arithmetic (inlined by numba into both loops), looped on every thread or on one. IEEE
+    # arithmetic (no FMA contraction or approximate reciprocals), so that the two loops, and numba's
+    # fresh and cached code, give the same bits whatever they vectorise (see mlnb._numba.IEEE).
+    # Two functions, not one compiled twice: numba's on-disk cache names a kernel by its function
+    # (qualified name and first line) and keys it on the argument types only, not on the compile
+    # flags, so the parallel and serial compilations of one function shared one cache entry, and
+    # whichever ran first in a fresh cache was loaded for both: scoring then ran on one thread at
+    # any thread count (tests/models/test_scoring.py checks that no two kernels share a name)
+    @njit(parallel=True, cache=True, fastmath=IEEE)
+    def _csr_times_dense(indptr, indices, data, W, b, binary, sigmoid, out):
+        for i in prange(out.shape[0]):
+            _score_row(i, indptr, indices, data, W, b, binary, sigmoid, out)
 
+    @njit(cache=True, fastmath=IEEE)
+    def _csr_times_dense_serial(indptr, indices, data, W, b, binary, sigmoid, out):
+        for i in range(out.shape[0]):
+            _score_row(i, indptr, indices, data, W, b, binary, sigmoid, out)
 
 def linear_scores(X: sp.csr_matrix, W: np.ndarray, b: np.ndarray, binary: bool = False,
                   kernel: str = "auto", sigmoid: bool = False) -> np.ndarray:
