@@ -233,15 +233,35 @@ class Scoring:
     calibrations: dict = field(default_factory=dict)  # name -> fitted calibration (absent: none)
 
 
-def score_partitions(group: tuple[int, list], scoring: Scoring, root: str) -> dict[str, str]:
-    """Every model's scores of a group (number, partitions) of test partitions, spilled to
+#: room a spill reserves beyond the documents expected of its partitions (a split's share is an estimate)
+SPILL_RESERVE = 0.05
+
+
+def scoring_groups(source, groups: list[list]) -> list[tuple[int, list, int]]:
+    """(number, partitions, documents expected of them) of each group of ``source``'s partitions, for
+    ``score_partitions``: the source's expected count (a split's share estimated) shared among the
+    groups by their partitions' documents; 0 where not known."""
+    total = source.expected_documents
+    sizes = [[p.n_documents for p in group] for group in groups]
+    known = bool(total) and all(size is not None for group in sizes for size in group)
+    every = sum(sum(group) for group in sizes) if known else 0
+    return [(number, group, int(round(total * sum(size) / every)) if every else 0)
+            for number, (group, size) in enumerate(zip(groups, sizes))]
+
+
+def score_partitions(group: tuple[int, list, int], scoring: Scoring, root: str) -> dict[str, str]:
+    """Every model's scores of a group (number, partitions, documents expected) of test partitions, spilled to
     ``root``/part-<number>/<model>: one ``ScoreSpill`` per model (scores on disk, running sums of
     every pointwise metric). On Dask ``root`` must be a folder the workers and the client share."""
     from mlnb.metrics.streaming import ScoreSpill
 
-    number, partitions = group
-    spills = {name: ScoreSpill(f"{root}/part-{number:05d}/{name}", scoring.reading.source.n_categories, threshold=scoring.threshold,
-                               top_k=scoring.top_k, exclude=scoring.exclude)
+    number, partitions, expected = group  # (``scoring_groups``)
+    source = scoring.reading.source
+    # room for them reserved up front (holes in the file until written), so that the spill grows (moves
+    # every category's scores written so far) only where the estimate falls short
+    reserve = int(expected * (1 + SPILL_RESERVE)) + scoring.reading.chunk_size if expected else 0
+    spills = {name: ScoreSpill(f"{root}/part-{number:05d}/{name}", source.n_categories, threshold=scoring.threshold,
+                               top_k=scoring.top_k, exclude=scoring.exclude, expected_documents=reserve)
               for name in scoring.models}
     try:
         for partition in partitions:

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.backends.spill import spill_prefix
-from mlnb.backends.tasks import Reading, Scoring, merge_spills, score_partitions
+from mlnb.backends.tasks import Reading, Scoring, merge_spills, score_partitions, scoring_groups
 from mlnb.budget import available_memory
 from mlnb.engine.documents import Documents
 from mlnb.errors import MlnbError
@@ -115,7 +115,7 @@ def score_spilled(models: dict, documents: Documents, backend, *, rules: dict, c
         started = time.perf_counter()
         partitions = source.partitions()
         # one spill per model here; one per partition and model on Dask, merged below
-        groups = [(0, partitions)] if backend.name == "local" else list(enumerate([p] for p in partitions))
+        groups = scoring_groups(source, [partitions] if backend.name == "local" else [[p] for p in partitions])
         backend.map(score_partitions, groups, scoring, str(root), description="scoring the test documents")
         spills = {}
         for name in models:

@@ -100,6 +100,26 @@ if HAVE_NUMBA:
         return acc.sum(axis=0), rel.sum(axis=0)
 
 
+    @njit(parallel=True, cache=True)
+    def _finite_range(S, keep, n_blocks):
+        """(2,) lowest and highest finite S[i, k] over the columns where ``keep``, blocks of rows on
+        every thread; min and max are exact in any order."""
+        n, K = S.shape
+        low = np.full(n_blocks, np.inf)
+        high = np.full(n_blocks, -np.inf)
+        step = (n + n_blocks - 1) // n_blocks
+        for block in prange(n_blocks):
+            lo, hi = np.inf, -np.inf
+            for i in range(block * step, min(n, (block + 1) * step)):
+                for k in range(K):
+                    v = np.float64(S[i, k])
+                    if keep[k] and np.isfinite(v):
+                        lo = min(lo, v)
+                        hi = max(hi, v)
+            low[block], high[block] = lo, hi
+        return np.array([low.min(), high.max()])
+
+
 def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba: bool = HAVE_NUMBA,
                    probability_scores: np.ndarray | None = None):
     """({field: (K,) sums}, (3, bins) reliability sums) for decision scores (n × K).
@@ -136,6 +156,21 @@ def pointwise_sums(Y_true, scores: np.ndarray, cut: float, bins: int, use_numba:
                              np.bincount(b[dense.ravel()], minlength=bins)])
     return {f: np.asarray(sums[f], dtype=np.float64) for f in FIELDS}, reliability
 
+
+def finite_range(scores: np.ndarray, columns=None) -> tuple[float, float]:
+    """(lowest, highest) finite score of the columns ``columns`` (None: all) of n × K scores;
+    (inf, −inf) where none is finite. Without numba: numpy's, on the finite values."""
+    S = np.asarray(scores)
+    n, K = S.shape
+    keep = np.ones(K, dtype=bool) if columns is None else np.isin(np.arange(K), columns)
+    if n == 0 or not keep.any():
+        return np.inf, -np.inf
+    if HAVE_NUMBA and S.dtype in (np.float32, np.float64) and S.dtype.isnative:
+        low, high = _finite_range(np.ascontiguousarray(S), keep, max(1, min(256, n // 1024)))
+        return float(low), float(high)
+    finite = (S if columns is None else S[:, keep]).astype(np.float64)
+    finite = finite[np.isfinite(finite)]
+    return (float(finite.min()), float(finite.max())) if finite.size else (np.inf, -np.inf)
 
 DECISION_BLOCK_ROWS = 8192  # rows per block of a dense decision matrix (bounds the temporaries)
 

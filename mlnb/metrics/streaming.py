@@ -69,7 +69,7 @@ import scipy.sparse as sp
 from mlnb import progress
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import score_array
-from mlnb.metrics._pointwise import FIELDS, decision_counts, pointwise_sums
+from mlnb.metrics._pointwise import FIELDS, decision_counts, finite_range, pointwise_sums
 from mlnb.metrics.binned import Grid, auc_from_histograms, average_precision_from_histograms, count_column
 from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import (CALIBRATION_BINS, Evaluation, _calibration_table, _prevalence,
@@ -222,10 +222,10 @@ class RunningSums:
         if probability_scores is not None:
             uncalibrated = pointwise_sums(Y, S, 0.0, CALIBRATION_BINS)[1]
         ranking = label_ranking_sums(Y, S, columns) if pooled.any() else np.zeros(3)
-        hits = precision_hits(Y, S, self.top_k, columns) if pooled.any() else 0
+        # whole numbers, the same in any order: blocks of documents on every thread
+        hits = precision_hits(Y, S, self.top_k, columns, n_threads=None) if pooled.any() else 0
         labels = np.diff((Y if columns is None else Y[:, columns]).indptr)  # per document, pooled
-        finite = S if columns is None else S[:, columns]
-        finite = finite[np.isfinite(finite)]
+        low, high = finite_range(S, columns) if pooled.any() else (np.inf, -np.inf)
         # all computed: now change the state
         self.with_decisions = decisions is not None
         self.with_probabilities = probability_scores is not None
@@ -240,9 +240,7 @@ class RunningSums:
         self.ranking += ranking
         self.precision_hits += int(hits)
         self.labels_histogram += np.bincount(labels, minlength=K + 1)
-        if finite.size:
-            self.score_range = np.array([min(self.score_range[0], float(finite.min())),
-                                         max(self.score_range[1], float(finite.max()))])
+        self.score_range = np.array([min(self.score_range[0], low), max(self.score_range[1], high)])
 
     def __add__(self, other: RunningSums) -> RunningSums:
         """The sums of both sets of documents (e.g. two Dask partitions)."""
@@ -402,6 +400,7 @@ class ScoreSpill:
     def _write(self, Y: sp.csr_matrix, S: np.ndarray) -> None:
         m = S.shape[0]
         start = self.n_documents
+        self._check_room(m)
         self._ensure_capacity(start + m)
         rows = np.ascontiguousarray(S.T)  # (K, m): category k's m scores go after its first n
         fd, itemsize = self._scores.fileno(), self.dtype.itemsize
@@ -412,6 +411,19 @@ class ScoreSpill:
         self._label_categories.write(Y.indices.astype("<i4").tobytes())
         self.n_documents += m
         self.n_labels += int(Y.nnz)
+
+    def _check_room(self, m: int) -> None:
+        """Refuse the next ``m`` documents' scores, before a byte of them is written or moved, where
+        the disk has no room for them (the rows are holes in the file until written, whether
+        reserved by ``expected_documents`` or grown)."""
+        itemsize = self.dtype.itemsize
+        coming = self.n_categories * m * itemsize
+        free = shutil.disk_usage(self.folder).free
+        if coming > free:
+            written = self.n_categories * self.n_documents * itemsize
+            raise MlnbError(f"ScoreSpill {self.folder}: the next {m:,} documents' scores need "
+                            f"{coming / 2**20:,.1f} MiB beside the {written / 2**20:,.1f} MiB written, but the disk "
+                            f"has {free / 2**20:,.1f} MiB free (engine.spill_folder sets where the scores go)")
 
     def _ensure_capacity(self, needed: int) -> None:
         """Grow every category row to at least ``needed`` documents, at least doubling.
@@ -426,15 +438,6 @@ class ScoreSpill:
             return
         new = max(needed, 2 * old)
         n, itemsize, fd = self.n_documents, self.dtype.itemsize, self._scores.fileno()
-        # the rows grow in place (the file holes fill as they are written): the documents scored so far
-        # and this chunk, K·needed scores, must fit the disk; refused before a byte of them is moved
-        written = self.n_categories * n * itemsize
-        coming = self.n_categories * (needed - n) * itemsize
-        free = shutil.disk_usage(self.folder).free
-        if coming > free:
-            raise MlnbError(f"ScoreSpill {self.folder}: the next {needed - n:,} documents' scores need "
-                            f"{coming / 2**20:,.1f} MiB beside the {written / 2**20:,.1f} MiB written, but the disk "
-                            f"has {free / 2**20:,.1f} MiB free (engine.spill_folder sets where the scores go)")
         self._scores.truncate(self.n_categories * new * itemsize)
         for k in range(self.n_categories - 1, 0, -1):
             for first in range(0, n, GROWTH_BLOCK):

@@ -73,6 +73,27 @@ def test_numba_and_numpy_pointwise_sums_agree(scored):
     np.testing.assert_allclose(fast_bins, slow_bins, rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_finite_range_by_hand_and_against_numpy(dtype):
+    """The streamed micro AUC's grid spans the finite scores of the pooled categories: the kernel
+    (blocks of rows on every thread) against numpy's min and max of the finite values."""
+    from mlnb.metrics._pointwise import finite_range
+
+    by_hand = np.array([[1.0, -np.inf, 3.0], [np.inf, -2.0, 0.5]], dtype=dtype)
+    assert finite_range(by_hand) == (-2.0, 3.0)
+    assert finite_range(by_hand, columns=np.array([0])) == (1.0, 1.0)
+    assert finite_range(by_hand, columns=np.array([], dtype=np.int64)) == (np.inf, -np.inf)
+    assert finite_range(np.full((3, 2), np.inf, dtype=dtype)) == (np.inf, -np.inf)
+    rng = np.random.default_rng(3)
+    S = rng.normal(size=(5000, 7)).astype(dtype) * 10  # 4 blocks of rows
+    S[rng.random(S.shape) < 0.01] = np.inf
+    S[rng.random(S.shape) < 0.01] = -np.inf
+    for columns in (None, np.array([1, 4, 6])):
+        kept = S if columns is None else S[:, columns]
+        finite = kept[np.isfinite(kept)]
+        assert finite_range(S, columns) == (float(finite.min()), float(finite.max()))
+
 def test_precision_at_k_by_hand():
     scores = np.array([[0.9, 0.1, 0.5, 0.3],   # top 2 = {0, 2}: 1 true of 2
                        [0.2, 0.2, 0.2, 0.1],   # three-way tie: the lower indices {0, 1}: 1 true
