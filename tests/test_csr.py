@@ -154,3 +154,76 @@ def test_columns_of_labels_are_scipys_columns_with_the_category_totals(n):
             np.testing.assert_array_equal(N, np.asarray(Y.sum(axis=0), dtype=np.float64).ravel())
     finally:
         numba.set_num_threads(before)
+
+
+def _ragged(rng, rows: int, width: int, empty: float) -> sp.csr_matrix:
+    """Rows of 0 to 12 sorted distinct columns, a share ``empty`` of them empty (runs of empty rows
+    included), so that rows end high and the next starts low, and row starts repeat."""
+    lengths = np.where(rng.random(rows) < empty, 0, rng.integers(1, 13, rows))
+    indices = np.concatenate([np.sort(rng.choice(width, k, replace=False)) for k in lengths] or [np.zeros(0)])
+    indptr = np.r_[0, np.cumsum(lengths)]
+    return sp.csr_matrix((rng.random(indices.size).astype(np.float32), indices.astype(np.int32), indptr),
+                         shape=(rows, width))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_order_counts_only_pairs_within_a_row_whatever_the_pieces(seed, monkeypatch):
+    """The scan counts neighbouring pairs over each piece's non-zeros as one run and takes out the pairs
+    that straddle a row start: scipy's answers with empty rows, runs of them, pieces of a few rows, and
+    a decrease or repeat placed at a row's first or last pair."""
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(_csr, "PARALLEL_SCAN_VALUES", 8)  # many pieces
+    M = _ragged(rng, 300, 50, empty=[0.0, 0.3, 0.8][seed % 3])
+    long_rows = np.flatnonzero(np.diff(M.indptr) >= 2)
+    variants = [M]
+    for row in rng.choice(long_rows, 3):
+        for at in (M.indptr[row], M.indptr[row + 1] - 2):  # the row's first pair, its last
+            for change in ("swap", "repeat"):
+                bad = M.copy()
+                if change == "swap":
+                    bad.indices[at], bad.indices[at + 1] = bad.indices[at + 1], bad.indices[at]
+                else:
+                    bad.indices[at + 1] = bad.indices[at]
+                variants.append(bad)
+    for matrix in variants:
+        want = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape)
+        mine = sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape)
+        assert _csr.row_order(mine) is want.has_sorted_indices
+        assert mine.has_canonical_format is want.has_canonical_format
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_checked_row_range_is_scipys_rows_and_names_what_is_wrong(seed, monkeypatch):
+    """Rows a .. b copied and checked on every thread (above PARALLEL_COPY_NONZEROS) or by numpy (below):
+    the same rows as scipy's slice, and the same verdict: a column outside the width, a decrease or a
+    repeat within a row (never across a row start), a decreasing indptr."""
+    rng = np.random.default_rng(seed)
+    M = _ragged(rng, 2000, 60, empty=0.2)
+    for parallel in (True, False):
+        monkeypatch.setattr(_csr, "PARALLEL_COPY_NONZEROS", 16 if parallel else 10**9)
+        for a, b in ((0, 2000), (37, 1500), (5, 6), (1999, 2000)):
+            pointers, columns, values, problem = _csr.checked_row_range(M.indptr, M.indices, M.data, a, b, 60)
+            assert problem is None
+            got = sp.csr_matrix((values, columns, pointers), shape=(b - a, 60))
+            assert (got != M[a:b]).nnz == 0 and got.indices.dtype == M.indices.dtype
+            _, labels, nothing, problem = _csr.checked_row_range(M.indptr, M.indices, None, a, b, 60)
+            assert nothing is None and problem is None
+            np.testing.assert_array_equal(labels, M[a:b].indices)
+        row = int(rng.choice(np.flatnonzero(np.diff(M.indptr) >= 2)))
+        at = M.indptr[row]
+        for change, want in (("outside", "outside"), ("negative", "outside"), ("swap", "unordered"),
+                             ("repeat", "unordered")):
+            indices = M.indices.copy()
+            if change == "outside":
+                indices[at] = 60
+            elif change == "negative":
+                indices[at] = -1
+            elif change == "swap":
+                indices[at], indices[at + 1] = indices[at + 1], indices[at]
+            else:
+                indices[at + 1] = indices[at]
+            assert _csr.checked_row_range(M.indptr, indices, M.data, 0, 2000, 60)[3] == want
+            assert _csr.checked_row_range(M.indptr, indices, M.data, row + 1, 2000, 60)[3] is None  # not read
+        indptr = M.indptr.copy()
+        indptr[row + 1] = indptr[row] - 1
+        assert _csr.checked_row_range(indptr, M.indices, M.data, 0, 2000, 60)[3] == "decreasing"

@@ -683,28 +683,23 @@ class ShardSource(ChunkSource):
 
 def _csr_rows(indptr, indices, data, a: int, b: int, width: int, path: Path, what: str) -> sp.csr_matrix:
     """Rows a .. b of a mapped CSR as a matrix of its own, after checking its structure (a corrupt
-    file must give one line, not a wrong matrix or a crash)."""
-    pointers = np.array(indptr[a:b + 1])
-    if np.any(np.diff(pointers) < 0):
+    file must give one line, not a wrong matrix or a crash); copied and checked on every thread
+    (``mlnb._csr.checked_row_range``)."""
+    from mlnb._csr import checked_row_range  # (numba: imported when a shard is read, not with the sources)
+
+    pointers, columns, values, problem = checked_row_range(indptr, indices, data, a, b, width)
+    if problem == "decreasing":
         raise MlnbError(f"{path / what}_indptr.npy: decreases within rows {a + 1}..{b}: corrupt shard")
-    first, last = int(pointers[0]), int(pointers[-1])
-    columns = np.array(indices[first:last])
-    if columns.size:
-        if columns.min() < 0 or columns.max() >= width:
-            raise MlnbError(f"{path / what}_indices.npy: a column index outside 0..{width - 1} within rows "
-                            f"{a + 1}..{b}: corrupt shard")
-        local = pointers - first
-        increasing = np.diff(columns) > 0
-        row_starts = local[1:-1][(local[1:-1] > 0) & (local[1:-1] < columns.size)]
-        increasing[row_starts - 1] = True  # a new row may start lower
-        if not increasing.all():
-            raise MlnbError(f"{path / what}_indices.npy: column indices not increasing within a row among rows "
-                            f"{a + 1}..{b}: corrupt shard")
-    values = np.ones(columns.size, dtype=np.int8) if data is None else np.array(data[first:last])
-    matrix = sp.csr_matrix((values, columns, pointers - first), shape=(b - a, width))
+    if problem == "outside":
+        raise MlnbError(f"{path / what}_indices.npy: a column index outside 0..{width - 1} within rows "
+                        f"{a + 1}..{b}: corrupt shard")
+    if problem == "unordered":
+        raise MlnbError(f"{path / what}_indices.npy: column indices not increasing within a row among rows "
+                        f"{a + 1}..{b}: corrupt shard")
+    values = np.ones(columns.size, dtype=np.int8) if values is None else values
+    matrix = sp.csr_matrix((values, columns, pointers), shape=(b - a, width))
     matrix.has_sorted_indices = True
     return matrix
-
 
 def shard_sources(path, test_path=None, *, seed: int = 0, test_fraction: float = 0.5,
                   partition_documents: int | None = None, verify: bool = True) -> tuple[ChunkSource, ChunkSource]:

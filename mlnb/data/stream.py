@@ -186,8 +186,10 @@ def check_chunk_size(chunk_size, name: str = "chunk_size") -> int:
 
 def make_chunk(X, Y, ids, where: str, first_line: int, row_lines=None) -> Chunk:
     """A Chunk whose X and Y went through the same checks as in-memory matrices."""
+    from mlnb._csr import row_order  # (numba: imported when a chunk is made, not with the sources)
+
     X = check_features(X, where, first_line=first_line if row_lines is None else None, row_lines=row_lines)
-    if not X.has_sorted_indices:
+    if not row_order(X):  # scipy's has_sorted_indices, on every thread (check_features's X is a new object)
         X.sort_indices()
     Y = check_labels(Y, where, n_documents=X.shape[0], first_line=first_line if row_lines is None else None,
                      row_lines=row_lines)
