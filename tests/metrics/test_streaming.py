@@ -114,6 +114,29 @@ def test_spill_grows_past_its_initial_room_and_reopens(tmp_path):
         reopened.append(Y[:2], S[:2], decisions=decisions[:2])
 
 
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_chunk_written_in_blocks_of_categories_by_several_threads_is_the_same_file(tmp_path, monkeypatch, threads):
+    """Each chunk's scores are transposed and written in blocks of categories on a thread pool (down to
+    one category a block here): the file holds each category's scores in order, as one writer left it."""
+    import numba
+
+    from mlnb.metrics import streaming
+
+    Y, S, decisions, _ = _test_set(700, seed=5)
+    monkeypatch.setattr(streaming, "WRITE_PIECE_VALUES", 1)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        spill = _spill(tmp_path / "spill", Y, S, 130, decisions=decisions, expected_documents=700)
+    finally:
+        numba.set_num_threads(before)
+    stored = np.fromfile(tmp_path / "spill" / "scores.bin", dtype=np.float32).reshape(9, -1)
+    np.testing.assert_array_equal(stored[:, :700], S.T)
+    for k in range(9):
+        np.testing.assert_array_equal(spill.scores_column(k), S[:, k])
+    assert_same_evaluation(evaluate_spilled(spill), evaluate(Y, S, decisions=decisions, curve_categories=()))
+
 def test_concatenated_spills_evaluate_as_one(tmp_path):
     Y, S, decisions, _ = _test_set(900, seed=4)
     exclude = [3]
