@@ -47,6 +47,7 @@ from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory
                                  score_spilled)
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
+from mlnb.metrics._delong import category_work
 from mlnb.metrics.comparison import Comparison, compare_scores, comparison_from_tests
 from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
@@ -539,7 +540,7 @@ def _uncertainty(result: StudyResult, scored: Scored) -> None:
             with progress.status(f"DeLong intervals of {run.name}"), timings.stage("intervals"):
                 run.auc_intervals = auc_intervals_by_column(
                     lambda k, spill=spill: (spill.label_column(k), spill.scores_column(k)), spill.n_categories,
-                    ev.confidence)
+                    ev.confidence, work=category_work(spill.positive_counts, spill.n_documents))
             continue
         decisions = run.decisions
         if config.task == "multiclass":  # the argmax decision, one class per document
@@ -569,7 +570,8 @@ def _compare(result: StudyResult, scored: Scored) -> None:
                 def column(k: int, spill_a=spill_a, spill_b=spill_b):
                     return spill_a.label_column(k), spill_a.scores_column(k), spill_b.scores_column(k)
 
-                table = delong_tests_by_column(column, len(result.category_names))
+                table = delong_tests_by_column(column, len(result.category_names),
+                                               work=category_work(spill_a.positive_counts, spill_a.n_documents))
                 result.comparisons.append(comparison_from_tests(table, result.category_names, result.train_positives,
                                                                 a.label, b.label, config.report.alpha, name_a,
                                                                 name_b, exclude=excluded))

@@ -200,14 +200,15 @@ def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
     return _delong_table(paired_statistics(a, b, indptr, indices), a.shape[1], categories)
 
 
-def delong_tests_by_column(column, K: int, categories=None) -> pd.DataFrame:
+def delong_tests_by_column(column, K: int, categories=None, work=None) -> pd.DataFrame:
     """``delong_tests`` from ``column(k) -> (y, scores_a, scores_b)`` of one category at a time, so
     that the scores need never be in memory all at once (a streaming study reads them from disk):
     the categories are read in blocks of at most ``_delong.COLUMN_BLOCK_BYTES`` of scores, each
-    block tested in parallel."""
+    block tested in parallel; ``work``: each category's ``_delong.category_work`` where known
+    beforehand (blocks of even work)."""
     statistics = np.empty((K, 3))
-    for first, indptr, indices, (a, b) in column_blocks(column, K):
-        statistics[first:first + a.shape[0]] = paired_statistics(a, b, indptr, indices, category_major=True)
+    for block, indptr, indices, (a, b) in column_blocks(column, K, work=work):
+        statistics[block] = paired_statistics(a, b, indptr, indices, category_major=True)
     return _delong_table(statistics, K, categories)
 
 

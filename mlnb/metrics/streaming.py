@@ -589,6 +589,12 @@ class ScoreSpill:
         return np.memmap(self.folder / SCORES_FILE, dtype=self.dtype, mode="r",
                          offset=k * self._capacity * self.dtype.itemsize, shape=(self.n_documents,))
 
+    @property
+    def positive_counts(self) -> np.ndarray:
+        """(K,) int64: each category's number of positive documents."""
+        self._require_closed()
+        return np.diff(self._positives_indptr)
+
     def positives(self, k: int) -> np.ndarray:
         """Ascending numbers of category k's positive documents (memory-mapped)."""
         self._require_closed()

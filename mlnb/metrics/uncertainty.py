@@ -1025,11 +1025,12 @@ def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int
     return _wald(_with_threads(lambda: single_statistics(scores, indptr, indices), n_threads), level).reshape(-1, 2)
 
 
-def auc_intervals_by_column(column, K: int, level: float = 0.95) -> np.ndarray:
+def auc_intervals_by_column(column, K: int, level: float = 0.95, work=None) -> np.ndarray:
     """``auc_confidence_intervals`` from ``column(k) -> (y, scores)`` of one category at a time (a
-    streaming study reads them from disk), in blocks of categories tested in parallel."""
+    streaming study reads them from disk), in blocks of categories tested in parallel; ``work``:
+    each category's ``_delong.category_work`` where known beforehand (blocks of even work)."""
     _check_level(level)
     statistics = np.empty((K, 2))
-    for first, indptr, indices, (scores,) in column_blocks(column, K):
-        statistics[first:first + scores.shape[0]] = single_statistics(scores, indptr, indices, category_major=True)
+    for categories, indptr, indices, (scores,) in column_blocks(column, K, work=work):
+        statistics[categories] = single_statistics(scores, indptr, indices, category_major=True)
     return _wald(statistics, level).reshape(-1, 2)

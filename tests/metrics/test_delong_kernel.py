@@ -115,17 +115,50 @@ def test_tables_equal_per_category_tests_and_column_by_column():
         np.testing.assert_array_equal(table.iloc[k, :6].to_numpy(float), list(vars(expected).values()))
     for block_bytes in (1, 3 * n * 8 * 2):  # one category a block, three a block
         blocks = list(_delong.column_blocks(lambda k: (Y[:, k], a[:, k], b[:, k]), K, block_bytes))
-        assert [first for first, *_ in blocks] == list(range(0, K, 1 if block_bytes == 1 else 3))
+        assert [categories.tolist() for categories, *_ in blocks] == \
+            [list(range(first, min(K, first + (1 if block_bytes == 1 else 3)))) for first in
+             range(0, K, 1 if block_bytes == 1 else 3)]
+    work = _delong.category_work(Y.sum(axis=0), n)
     streamed = delong_tests_by_column(lambda k: (Y[:, k], a[:, k], b[:, k]), K)
     np.testing.assert_array_equal(streamed.to_numpy(), table.to_numpy())
+    by_work = delong_tests_by_column(lambda k: (Y[:, k], a[:, k], b[:, k]), K, work=work)
+    np.testing.assert_array_equal(by_work.to_numpy(), table.to_numpy())
     intervals = auc_confidence_intervals(Y, a, level=0.9)
     np.testing.assert_array_equal(auc_intervals_by_column(lambda k: (Y[:, k], a[:, k]), K, level=0.9), intervals)
+    np.testing.assert_array_equal(auc_intervals_by_column(lambda k: (Y[:, k], a[:, k]), K, level=0.9, work=work),
+                                  intervals)
     for k in range(K):
         np.testing.assert_array_equal(intervals[k], auc_interval(Y[:, k], a[:, k], 0.9))
     # delong_covariance's one-column variance is the interval's
     auc, covariance = delong_covariance(Y[:, 5], a[:, 5])
     assert covariance[0, 0] == pytest.approx(_reference(Y[:, 5], a[:, 5])[1], abs=1e-15)
 
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_blocks_by_work_come_the_most_work_first_in_multiples_of_the_threads(threads):
+    """With each category's work known beforehand, a block holds categories of about one size (the
+    most work first, ties in category order) and, where at least as many fit, a multiple of the
+    threads, so that the kernels' threads get as much work; each row is its category's."""
+    rng = np.random.default_rng(7)
+    n, K = 400, 10
+    prevalence = np.array([0.3, 0.01, 0.5, 0.1, 0.02, 0.3, 0.05, 0.0, 0.2, 0.4])
+    Y = rng.random((n, K)) < prevalence
+    a = rng.normal(size=(n, K)).astype(np.float32)
+    work = _delong.category_work(Y.sum(axis=0), n)
+    by_work = np.argsort(-work, kind="stable")
+    assert work[7] == n and work.argmax() == 2  # no positives: one pass; half positive: the most
+    for fitting in (threads, threads + 1, 2 * threads + 1, 4):
+        size = fitting - fitting % threads  # categories that fit a block, down to a multiple of the threads
+        blocks = list(_delong.column_blocks(lambda k: (Y[:, k], a[:, k]), K, fitting * n * 4, threads, work=work))
+        order = np.concatenate([categories for categories, *_ in blocks])
+        np.testing.assert_array_equal(order, by_work)
+        assert all(len(categories) == size for categories, *_ in blocks[:-1])
+        for categories, indptr, indices, (scores,) in blocks:
+            for g, k in enumerate(categories):
+                np.testing.assert_array_equal(scores[g], a[:, k])
+                np.testing.assert_array_equal(indices[indptr[g]:indptr[g + 1]], np.flatnonzero(Y[:, k]))
+    with pytest.raises(MlnbError, match="3 work estimates for 10 categories"):
+        next(_delong.column_blocks(lambda k: (Y[:, k], a[:, k]), K, work=work[:3]))
 
 def test_column_by_column_checks_its_input():
     y, a = np.array([1, 0, 1]), np.array([1.0, 2.0, np.nan])
