@@ -217,6 +217,7 @@ if HAVE_NUMBA:
                     same -= np.int64(indices[q] == indices[q - 1])
             unsorted[p], repeated[p] = down, same
 
+
 if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)

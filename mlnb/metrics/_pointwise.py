@@ -99,7 +99,6 @@ if HAVE_NUMBA:
         _add_rows(S, U, y_indptr, y_indices, cut, 0, n, acc[0], rel[0])
         return acc.sum(axis=0), rel.sum(axis=0)
 
-
     @njit(parallel=True, cache=True)
     def _finite_range(S, keep, n_blocks):
         """(2,) lowest and highest finite S[i, k] over the columns where ``keep``, blocks of rows on
@@ -171,6 +170,7 @@ def finite_range(scores: np.ndarray, columns=None) -> tuple[float, float]:
     finite = (S if columns is None else S[:, keep]).astype(np.float64)
     finite = finite[np.isfinite(finite)]
     return (float(finite.min()), float(finite.max())) if finite.size else (np.inf, -np.inf)
+
 
 DECISION_BLOCK_ROWS = 8192  # rows per block of a dense decision matrix (bounds the temporaries)
 

@@ -74,11 +74,16 @@ def test_numba_and_numpy_pointwise_sums_agree(scored):
 
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_finite_range_by_hand_and_against_numpy(dtype):
+def test_finite_range_by_hand_and_against_numpy(dtype, compiled, monkeypatch):
     """The streamed micro AUC's grid spans the finite scores of the pooled categories: the kernel
-    (blocks of rows on every thread) against numpy's min and max of the finite values."""
+    (blocks of rows on every thread) and the path without numba against numpy's min and max of the
+    finite values."""
+    from mlnb.metrics import _pointwise
     from mlnb.metrics._pointwise import finite_range
+
+    monkeypatch.setattr(_pointwise, "HAVE_NUMBA", _pointwise.HAVE_NUMBA and compiled)
 
     by_hand = np.array([[1.0, -np.inf, 3.0], [np.inf, -2.0, 0.5]], dtype=dtype)
     assert finite_range(by_hand) == (-2.0, 3.0)
