@@ -122,6 +122,17 @@ if HAVE_NUMBA:
             _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
 
     @njit(cache=True)
+    def _pair_counts(indices):
+        """(places j > 0 where indices[j] < indices[j − 1], where indices[j] == indices[j − 1]): loops from 0
+        without branches, in vector lanes (a loop over each row's own range, from a variable start, was not)."""
+        down = same = 0
+        for j in range(1, indices.size):
+            down += np.int64(indices[j] < indices[j - 1])
+        for j in range(1, indices.size):
+            same += np.int64(indices[j] == indices[j - 1])
+        return down, same
+
+    @njit(cache=True)
     def _copy_and_count(indices, data, out_columns, out_values, width):
         """indices copied into out_columns (data into out_values when not empty); (column indices outside
         0 .. width − 1, places j > 0 where indices[j] ≤ indices[j − 1]). Loops from 0 without branches,
@@ -134,10 +145,8 @@ if HAVE_NUMBA:
         outside = 0
         for j in range(indices.size):
             outside += np.int64(indices[j] < 0) + np.int64(indices[j] >= width)
-        drops = 0
-        for j in range(1, indices.size):
-            drops += np.int64(indices[j] <= indices[j - 1])
-        return outside, drops
+        down, same = _pair_counts(indices)
+        return outside, down + same
 
     @njit(parallel=True, cache=True)
     def _copy_checked_range(pointers, indices, data, width, out_columns, out_values, workers):
@@ -187,17 +196,6 @@ if HAVE_NUMBA:
 
 
 if HAVE_NUMBA:
-
-    @njit(cache=True)
-    def _pair_counts(indices):
-        """(places j > 0 where indices[j] < indices[j − 1], where indices[j] == indices[j − 1]): loops from 0
-        without branches, in vector lanes (a loop over each row's own range, from a variable start, was not)."""
-        down = same = 0
-        for j in range(1, indices.size):
-            down += np.int64(indices[j] < indices[j - 1])
-        for j in range(1, indices.size):
-            same += np.int64(indices[j] == indices[j - 1])
-        return down, same
 
     @njit(parallel=True, cache=True)
     def _row_order(indptr, indices, pieces, unsorted, repeated):

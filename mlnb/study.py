@@ -47,10 +47,10 @@ from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory
                                  score_spilled)
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
-from mlnb.metrics._delong import category_work
 from mlnb.metrics.comparison import Comparison, compare_scores, comparison_from_tests
 from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
+from mlnb.metrics.ranking import column_work
 from mlnb.metrics.significance import delong_tests_by_column, mcnemar_test
 from mlnb.metrics.streaming import evaluate_spilled
 from mlnb.metrics.uncertainty import auc_confidence_intervals, auc_intervals_by_column, bootstrap_intervals
@@ -540,7 +540,7 @@ def _uncertainty(result: StudyResult, scored: Scored) -> None:
             with progress.status(f"DeLong intervals of {run.name}"), timings.stage("intervals"):
                 run.auc_intervals = auc_intervals_by_column(
                     lambda k, spill=spill: (spill.label_column(k), spill.scores_column(k)), spill.n_categories,
-                    ev.confidence, work=category_work(spill.positive_counts, spill.n_documents))
+                    ev.confidence, work=column_work(spill.positive_counts, spill.n_documents))
             continue
         decisions = run.decisions
         if config.task == "multiclass":  # the argmax decision, one class per document
@@ -571,7 +571,7 @@ def _compare(result: StudyResult, scored: Scored) -> None:
                     return spill_a.label_column(k), spill_a.scores_column(k), spill_b.scores_column(k)
 
                 table = delong_tests_by_column(column, len(result.category_names),
-                                               work=category_work(spill_a.positive_counts, spill_a.n_documents))
+                                               work=column_work(spill_a.positive_counts, spill_a.n_documents))
                 result.comparisons.append(comparison_from_tests(table, result.category_names, result.train_positives,
                                                                 a.label, b.label, config.report.alpha, name_a,
                                                                 name_b, exclude=excluded))

@@ -425,14 +425,6 @@ COLUMN_BLOCK_BYTES_PER_THREAD = 1 << 26
 COLUMN_BLOCK_BYTES = 1 << 29
 
 
-def category_work(positive_counts, n: int) -> np.ndarray:
-    """(K,) each category's DeLong work, about n + m·log2 m, m = min(P, n − P) its smaller class (the
-    kernels pass over its n documents and sort that class), from its P positives of n documents."""
-    P = np.asarray(positive_counts, dtype=np.int64)
-    m = np.minimum(P, n - P).astype(np.float64)
-    return n + m * np.log2(m + 1.0)
-
-
 def column_blocks(column, K: int, block_bytes: int | None = None, n_threads: int | None = None, work=None):
     """Blocks of categories from ``column(k) -> (y, scores, …)`` (labels and one or more score
     vectors of category k), as many per block as fit in ``block_bytes`` of stacked scores
@@ -444,7 +436,7 @@ def column_blocks(column, K: int, block_bytes: int | None = None, n_threads: int
     not stay resident while the kernels run.
 
     Without ``work`` the categories come in order, G consecutive ones a block. With ``work`` ((K,),
-    each category's ``category_work``, known beforehand: a spill's positives), they come the most
+    each category's ``ranking.column_work``, known beforehand: a spill's positives), they come the most
     work first, so that a block's categories are of about one size, and G is a multiple of the
     threads where at least as many fit: each thread of the kernels then has as much work. (At 10M
     documents three categories fit a block of two threads: one thread computed two and the other

@@ -497,14 +497,20 @@ def column_group(K: int, threads: int, widest: int) -> int:
     return int(max(1, min(widest, K // max(4 * threads, 1))))
 
 
+def column_work(positive_counts, n: int) -> np.ndarray:
+    """(K,) each column's work in the rank kernels (AUC, DeLong), about n + m·log2 m, m = min(P, n − P)
+    its smaller class (they pass over its n documents and sort that class), from its P positives of n."""
+    P = np.asarray(positive_counts, dtype=np.int64)
+    m = np.minimum(P, n - P).astype(np.float64)
+    return n + m * np.log2(m + 1.0)
+
+
 def _largest_first_tasks(indptr, n: int, group: int = 1) -> tuple[np.ndarray, int]:
     """(order, threads) of tasks of ``group`` consecutive columns for a kernel whose threads claim
     them one at a time: the tasks by their work, the most first (ties by index), and the threads
     to start (no more than the tasks). A column's work is about n + m·log2 m, m = min(P, n − P)
     its smaller class (``_column_auc`` and DeLong sort it and pass over the n documents)."""
-    P = np.diff(np.asarray(indptr, dtype=np.int64))
-    m = np.minimum(P, n - P).astype(np.float64)
-    work = n + m * np.log2(m + 1.0)  # (K,)
+    work = column_work(np.diff(np.asarray(indptr, dtype=np.int64)), n)  # (K,)
     K = work.size
     starts = np.arange(0, K, max(group, 1))
     tasks = np.add.reduceat(work, starts) if K else np.zeros(0)

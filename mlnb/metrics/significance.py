@@ -204,7 +204,7 @@ def delong_tests_by_column(column, K: int, categories=None, work=None) -> pd.Dat
     """``delong_tests`` from ``column(k) -> (y, scores_a, scores_b)`` of one category at a time, so
     that the scores need never be in memory all at once (a streaming study reads them from disk):
     the categories are read in blocks of at most ``_delong.COLUMN_BLOCK_BYTES`` of scores, each
-    block tested in parallel; ``work``: each category's ``_delong.category_work`` where known
+    block tested in parallel; ``work``: each category's ``ranking.column_work`` where known
     beforehand (blocks of even work)."""
     statistics = np.empty((K, 3))
     for block, indptr, indices, (a, b) in column_blocks(column, K, work=work):

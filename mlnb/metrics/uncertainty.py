@@ -1028,7 +1028,7 @@ def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int
 def auc_intervals_by_column(column, K: int, level: float = 0.95, work=None) -> np.ndarray:
     """``auc_confidence_intervals`` from ``column(k) -> (y, scores)`` of one category at a time (a
     streaming study reads them from disk), in blocks of categories tested in parallel; ``work``:
-    each category's ``_delong.category_work`` where known beforehand (blocks of even work)."""
+    each category's ``ranking.column_work`` where known beforehand (blocks of even work)."""
     _check_level(level)
     statistics = np.empty((K, 2))
     for categories, indptr, indices, (scores,) in column_blocks(column, K, work=work):

@@ -13,6 +13,7 @@ from sklearn.metrics import roc_auc_score
 from mlnb._numba import HAVE_NUMBA
 from mlnb.errors import MlnbError
 from mlnb.metrics import _delong
+from mlnb.metrics.ranking import column_work
 from mlnb.metrics.significance import delong_covariance, delong_test, delong_tests, delong_tests_by_column
 from mlnb.metrics.uncertainty import auc_confidence_intervals, auc_interval, auc_intervals_by_column
 
@@ -118,7 +119,7 @@ def test_tables_equal_per_category_tests_and_column_by_column():
         assert [categories.tolist() for categories, *_ in blocks] == \
             [list(range(first, min(K, first + (1 if block_bytes == 1 else 3)))) for first in
              range(0, K, 1 if block_bytes == 1 else 3)]
-    work = _delong.category_work(Y.sum(axis=0), n)
+    work = column_work(Y.sum(axis=0), n)
     streamed = delong_tests_by_column(lambda k: (Y[:, k], a[:, k], b[:, k]), K)
     np.testing.assert_array_equal(streamed.to_numpy(), table.to_numpy())
     by_work = delong_tests_by_column(lambda k: (Y[:, k], a[:, k], b[:, k]), K, work=work)
@@ -144,7 +145,7 @@ def test_blocks_by_work_come_the_most_work_first_in_multiples_of_the_threads(thr
     prevalence = np.array([0.3, 0.01, 0.5, 0.1, 0.02, 0.3, 0.05, 0.0, 0.2, 0.4])
     Y = rng.random((n, K)) < prevalence
     a = rng.normal(size=(n, K)).astype(np.float32)
-    work = _delong.category_work(Y.sum(axis=0), n)
+    work = column_work(Y.sum(axis=0), n)
     by_work = np.argsort(-work, kind="stable")
     assert work[7] == n and work.argmax() == 2  # no positives: one pass; half positive: the most
     for fitting in (threads, threads + 1, 2 * threads + 1, 4):
