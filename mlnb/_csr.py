@@ -137,7 +137,7 @@ if HAVE_NUMBA:
         """indices copied into out_columns (data into out_values when not empty); (column indices outside
         0 .. width − 1, places j > 0 where indices[j] ≤ indices[j − 1]). Loops from 0 without branches,
         each doing one thing, so that they run in vector lanes (a loop from a variable start, or one
-        that both wrote and added up, did not: 6 ms → 0.75 ms for 1.5M non-zeros)."""
+        that both wrote and added up, did not: a 20k-row range of 1.5M non-zeros 5.5 → 0.97 ms on one thread)."""
         for j in range(indices.size):
             out_columns[j] = indices[j]
         for j in range(data.size):
