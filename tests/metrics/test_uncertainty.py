@@ -246,11 +246,12 @@ def _plan_arrays(Y, scores, pooled, with_micro, use_numba):
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("case", ["ties", "distinct", "special", "excluded", "no_micro"])
+@pytest.mark.parametrize("case", ["ties", "distinct", "special", "excluded", "no_micro", "constant"])
 def test_compiled_plan_is_the_stable_argsort_plan(dtype, case):
     # the radix sorts must give exactly the numpy path's (np.argsort kind="stable") arrays
     rng = np.random.default_rng(5)
-    n, K = (700, 9) if case != "distinct" else (5000, 4)  # 5000 × 4 pairs: the pooled sort runs in slices
+    # 5000 × 4 pairs: the pooled sort runs in slices
+    n, K = (5000, 4) if case in ("distinct", "constant") else (700, 9)
     Y = rng.random((n, K)) < np.linspace(0.0, 0.6, K)  # category 0: no positive
     scores = rng.normal(size=Y.shape) + Y
     if case != "distinct":
@@ -259,6 +260,8 @@ def test_compiled_plan_is_the_stable_argsort_plan(dtype, case):
         scores[rng.random(Y.shape) < 0.2] = 0.0
         scores[rng.random(Y.shape) < 0.2] = -0.0
         scores[::7, 1], scores[::5, 2], scores[:, 3] = np.inf, -np.inf, 2.5
+    if case == "constant":  # every key the same: no radix pass moves any, the order is the identity
+        scores[:] = -1.5
     pooled = np.ones(K, dtype=bool)
     if case == "excluded":
         pooled[[0, 4]] = False
