@@ -7,8 +7,9 @@ of counts, and the rows are added: integer sums. (The features' document frequen
 engine's word counts.)
 
 ``copy_rows`` / ``select_rows``: the rows ``rows`` of a CSR matrix, in that order (``X[rows]``): the
-offsets in one serial pass, then each row copied to its own place, a share of the rows per thread,
-each row's non-zeros asked for a few rows before they are copied (``mlnb._prefetch``).
+offsets in one serial pass, then each row copied to its own place, in pieces of rows that the threads
+claim in turn (``mlnb._atomic``), each row's non-zeros asked for a few rows before they are copied
+(``mlnb._prefetch``).
 (A dataset's training and test parts, and each minibatch of the LR engine: on one core, these
 copies were part of the 0.39 s that an LR pass spent outside its parallel regions on 16 cores.)
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb._atomic import piece_rows
 from mlnb._numba import HAVE_NUMBA, map_pieces, map_threads, njit, prange
 
 #: at most this many bytes of per-thread count rows (threads × V × 8); beyond, fewer threads count
@@ -54,6 +56,7 @@ OFFSETS_AHEAD = 16
 _INT32_MAX = np.iinfo(np.int32).max
 
 if HAVE_NUMBA:
+    from mlnb._atomic import claim
     from mlnb._prefetch import prefetch_at, prefetch_span
 
     @njit(parallel=True, cache=True)
@@ -96,19 +99,28 @@ if HAVE_NUMBA:
             out_data[q + (p - start)] = data[p]
 
     @njit(parallel=True, cache=True)
-    def _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers):
-        """Each worker copies a contiguous share of the rows, asking for the row ``COPY_AHEAD`` rows on
-        while it copies this one: the rows lie in a random order across the corpus, so each one is a
-        wait on memory (a pass's minibatch copies: 25 → 14–17 ms for 200k documents)."""
+    def _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers, rows_a_piece):
+        """Each worker claims pieces of ``rows_a_piece`` consecutive rows in turn (``mlnb._atomic``) until none
+        is left, and copies each row of its piece asking for the row ``COPY_AHEAD`` rows on: the rows
+        lie in a random order across the corpus, so each one is a wait on memory (a pass's minibatch
+        copies: 25 → 14–17 ms for 200k documents). Claimed pieces, not a fixed share a worker: a worker
+        slowed by the machine (another process on its core, output pages new to the process) copies
+        fewer, where with fixed shares the other waited (the features' copy of 625k RCV1-shaped rows
+        into memory freed a second before: 0.29–0.40 s of wall time for 0.55–0.66 s of CPU on 2 threads)."""
         n = rows.size
-        share = (n + workers - 1) // workers
+        pieces = (n + rows_a_piece - 1) // rows_a_piece
+        claimed = np.zeros(1, dtype=np.int64)
         for worker in prange(workers):
-            for ii in range(worker * share, min(n, (worker + 1) * share)):
-                if ii + COPY_AHEAD < n:
-                    ahead = rows[ii + COPY_AHEAD]
-                    prefetch_span(indices, indptr[ahead], indptr[ahead + 1])
-                    prefetch_span(data, indptr[ahead], indptr[ahead + 1])
-                _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
+            while True:
+                piece = claim(claimed, 0)
+                if piece >= pieces:
+                    break
+                for ii in range(piece * rows_a_piece, min(n, (piece + 1) * rows_a_piece)):
+                    if ii + COPY_AHEAD < n:
+                        ahead = rows[ii + COPY_AHEAD]
+                        prefetch_span(indices, indptr[ahead], indptr[ahead + 1])
+                        prefetch_span(data, indptr[ahead], indptr[ahead + 1])
+                    _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data)
 
     @njit(cache=True)
     def _copy_rows_serial(indptr, indices, data, rows, out_indptr, out_indices, out_data):
@@ -376,7 +388,9 @@ def copy_rows(indptr, indices, data, rows, index_dtype=None, column_dtype=None, 
     if (nonzeros > PARALLEL_COPY_NONZEROS) if parallel is None else parallel:
         import numba
 
-        _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, numba.get_num_threads())
+        workers = numba.get_num_threads()
+        _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers,
+                            piece_rows(rows.size, workers))
     else:
         _copy_rows_serial(indptr, indices, data, rows, out_indptr, out_indices, out_data)
     return out_indptr, out_indices, out_data

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from mlnb import _csr
+from mlnb import _atomic, _csr
 from mlnb._csr import column_counts, select_rows, stack_rows
 
 
@@ -35,12 +35,14 @@ def test_an_index_outside_the_columns_is_refused_not_counted(size, bad):
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("parallel", [True, False])
-def test_select_rows_is_scipys_row_indexing(monkeypatch, index_dtype, parallel):
+@pytest.mark.parametrize("parallel, piece", [(True, (256, 4096)), (True, (5, 5)), (False, (256, 4096))])
+def test_select_rows_is_scipys_row_indexing(monkeypatch, index_dtype, parallel, piece):
     rng = np.random.default_rng(1)
     M = sp.random(500, 300, density=0.05, format="csr", dtype=np.float32, random_state=rng)
     M.indices, M.indptr = M.indices.astype(index_dtype), M.indptr.astype(index_dtype)
     monkeypatch.setattr(_csr, "PARALLEL_COPY_NONZEROS", 0 if parallel else float("inf"))
+    # (5, 5): pieces of 5 rows claimed by the threads, the last one short (321 rows)
+    monkeypatch.setattr(_atomic, "PIECE_ROWS", piece)
     for rows in (rng.permutation(500)[:321], np.repeat(np.arange(0, 500, 7), 2), np.array([], dtype=np.int64),
                  np.arange(499, -1, -1)):
         got, want = select_rows(M, rows), M[rows]

@@ -160,7 +160,7 @@ def test_the_parallel_scoring_loop_is_not_loaded_from_the_serial_loops_cache_ent
              "arguments = (X.indptr, X.indices, X.data, W, b, False, False, out)\n")
     subprocess.run([sys.executable, "-c", setup + "s._csr_times_dense_serial(*arguments)\n"], cwd=PROJECT,
                    env=environment, check=True, timeout=300)
-    parallel = setup + ("s._csr_times_dense(*arguments)\n"
+    parallel = setup + ("s._csr_times_dense(*arguments, 2, 256)\n"
                         "print(sum(s._csr_times_dense.stats.cache_hits.values()), "
                         "sum(s._csr_times_dense.stats.cache_misses.values()))\n")
     done = subprocess.run([sys.executable, "-c", parallel], cwd=PROJECT, env=environment, check=True,

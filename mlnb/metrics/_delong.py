@@ -44,7 +44,7 @@ MAX_BUCKETS = 1 << 21
 
 if HAVE_NUMBA:
     from mlnb.metrics.ranking import _bucket, _bucket_scale, _count_below
-    from mlnb.models._glm_kernels import _claim
+    from mlnb._atomic import claim as _claim
 
     @njit(cache=True, nogil=True)
     def _add_components(z, positives, sign, out):

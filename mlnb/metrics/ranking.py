@@ -295,7 +295,7 @@ AUC_GROUP_COLUMNS = 8  # columns gathered together from the row-major matrix (on
 SMALL_BUCKET = 16  # buckets up to this size are ordered by insertion, larger ones by np.sort
 
 if HAVE_NUMBA:
-    from mlnb.models._glm_kernels import _claim
+    from mlnb._atomic import claim as _claim
 
     @njit(cache=True, nogil=True)
     def _count_below(A, lo, hi, x):

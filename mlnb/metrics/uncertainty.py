@@ -121,7 +121,7 @@ def bootstrap_indices(n: int, n_boot: int, seed: int = 0) -> Iterator[np.ndarray
 
 
 if HAVE_NUMBA:
-    from mlnb.models._glm_kernels import _claim
+    from mlnb._atomic import claim as _claim
 
     @njit(cache=True)
     def _one_segment(doc, label, new_group, starts, W, s, out):

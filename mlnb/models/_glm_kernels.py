@@ -300,38 +300,13 @@ PREFETCH_AHEAD = 8
 
 if HAVE_NUMBA:
     import numba
-    from numba import types
-    from numba.core import cgutils
-    from numba.core.extending import intrinsic
 
+    from mlnb._atomic import claim as _claim
+    from mlnb._atomic import exchange as _exchange
     from mlnb._prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
     from mlnb.models._regularisation import (LINEAR_BELOW, regularised_row, step_with_l1, uniform_step_terms,
                                              uniform_step_terms_lanes)
-
-    def _atomic_codegen(operation: str, value=None):
-        """Code for ``array[index] <operation>= operand`` done atomically (int64), returning the value
-        before: the operand is ``value`` when given, else the call's third argument."""
-
-        def codegen(context, builder, sig, args):
-            array_type = sig.args[0]
-            array = context.make_array(array_type)(context, builder, args[0])
-            pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]])
-            operand = context.get_constant(types.int64, value) if value is not None else \
-                context.cast(builder, args[2], sig.args[2], types.int64)
-            return builder.atomic_rmw(operation, pointer, operand, "monotonic")
-
-        return codegen
-
-    @intrinsic
-    def _claim(typingctx, counters, index):
-        """counters[index]++ atomically; returns the value before (the piece of work claimed)."""
-        return types.int64(counters, index), _atomic_codegen("add", 1)
-
-    @intrinsic
-    def _exchange(typingctx, marks, index, value):
-        """marks[index] = value atomically; returns the value before (another value: this caller was first)."""
-        return types.int64(marks, index, value), _atomic_codegen("xchg")
 
     @njit(cache=True)
     def _prefetch_row(matrix, row):

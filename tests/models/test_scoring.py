@@ -79,3 +79,25 @@ def test_a_documents_scores_do_not_depend_on_what_is_scored_with_it():
     for size in (1, 7, 450, 2999):
         parts = [linear_scores(data.X[i:i + size], W, b) for i in range(0, 3000, size)]
         assert np.array_equal(np.vstack(parts), whole), size
+
+
+@pytest.mark.parametrize("rows_a_piece", [1, 7, 256, 5000])
+@pytest.mark.parametrize("binary, sigmoid", [(False, False), (True, True)])
+def test_the_parallel_loop_over_claimed_pieces_gives_the_serial_loops_bits(rows_a_piece, binary, sigmoid):
+    """However the rows are cut into pieces for the threads to claim (the last piece short, one piece
+    for all), every row's scores are the one-thread loop's, bit for bit."""
+    from mlnb._numba import HAVE_NUMBA
+    from mlnb.data.synthetic import make_rcv1_like
+
+    if not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    from mlnb.models import _scoring
+
+    X = make_rcv1_like(n_documents=3001, n_features=800, n_categories=9, seed=2).X
+    W, b = random_weights(800, 9, seed=3)
+    outs = [np.full((X.shape[0], 9), np.nan, dtype=np.float32) for _ in range(2)]
+    arguments = (X.indptr, X.indices, X.data, W, b, binary, sigmoid)
+    _scoring._csr_times_dense_serial(*arguments, outs[0])
+    _scoring._csr_times_dense(*arguments, outs[1], 3, rows_a_piece)
+    assert not np.isnan(outs[1]).any()  # every row scored
+    assert np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
