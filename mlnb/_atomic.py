@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA
+from mlnb._numba import HAVE_NUMBA, njit
 
 #: a loop over rows on every thread is cut into pieces that the threads claim in turn (``piece_rows``):
 #: this many pieces a thread ...
@@ -58,3 +58,17 @@ if HAVE_NUMBA:
         """marks[index] = value atomically (int64 marks); returns the value before (another value: this caller
         was first)."""
         return types.int64(marks, index, value), _atomic_codegen("xchg")
+
+    @njit(inline="always")
+    def claim_rows(claimed, rows_a_piece, n):
+        """(start, stop): the rows of the next piece of ``rows_a_piece`` rows of n, claimed from claimed[0];
+        start ≥ n when none is left. The loop of every worker of a region::
+
+            while True:
+                start, stop = claim_rows(claimed, rows_a_piece, n)
+                if start >= n:
+                    break
+                for i in range(start, stop): ...
+        """
+        start = claim(claimed, 0) * rows_a_piece
+        return start, min(n, start + rows_a_piece)

@@ -8,7 +8,7 @@ from mlnb._atomic import PIECE_ROWS, PIECES_PER_THREAD, piece_rows
 from mlnb._numba import HAVE_NUMBA, njit, prange
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim, exchange
+    from mlnb._atomic import claim, claim_rows, exchange
 
     @njit(parallel=True)
     def _claim_all(pieces, workers, owner, rounds, claimed):
@@ -21,6 +21,18 @@ if HAVE_NUMBA:
                     break
                 owner[piece] = worker
                 rounds[worker] += 1
+
+    @njit(parallel=True)
+    def _visit_rows(n, rows_a_piece, workers, visits):
+        """Each worker claims pieces of rows (``claim_rows``) and counts a visit to each of their rows."""
+        claimed = np.zeros(1, dtype=np.int64)
+        for worker in prange(workers):
+            while True:
+                start, stop = claim_rows(claimed, rows_a_piece, n)
+                if start >= n:
+                    break
+                for i in range(start, stop):
+                    visits[i] += 1
 
     @njit(parallel=True)
     def _first_to_mark(marks, value, firsts, workers):
@@ -46,6 +58,13 @@ def test_every_piece_is_claimed_once(threads):
     assert (owner >= 0).all() and owner.max() < workers
     assert rounds.sum() == pieces  # no piece twice, none lost
     assert counter[0] == pieces + workers  # each worker's last claim found nothing left
+
+
+@pytest.mark.parametrize("n, rows_a_piece", [(1000, 7), (1000, 1000), (1000, 5000), (0, 3), (1, 1)])
+def test_claimed_pieces_of_rows_visit_every_row_once(n, rows_a_piece):
+    visits = np.zeros(n, dtype=np.int64)
+    _visit_rows(n, rows_a_piece, 3, visits)
+    assert (visits == 1).all()
 
 
 def test_exactly_one_worker_is_first_to_exchange():

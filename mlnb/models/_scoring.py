@@ -27,7 +27,7 @@ from mlnb._numba import HAVE_NUMBA, IEEE, njit, prange
 _NUMBA_MIN_WORK = 2_000_000
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim
+    from mlnb._atomic import claim_rows
     from mlnb.models._float32_math import sigmoid as sigmoid32
 
     @njit(cache=True, fastmath=IEEE, inline="always")
@@ -58,15 +58,13 @@ if HAVE_NUMBA:
         # each worker claims pieces of rows_a_piece rows in turn (mlnb._atomic), not a fixed share: a
         # worker slowed by the machine (another process on its core, output pages new to the process)
         # scores fewer pieces instead of keeping the others waiting
-        n = out.shape[0]
-        pieces = (n + rows_a_piece - 1) // rows_a_piece
-        claimed = np.zeros(1, dtype=np.int64)
+        n, claimed = out.shape[0], np.zeros(1, dtype=np.int64)
         for worker in prange(workers):
             while True:
-                piece = claim(claimed, 0)
-                if piece >= pieces:
+                start, stop = claim_rows(claimed, rows_a_piece, n)
+                if start >= n:
                     break
-                for i in range(piece * rows_a_piece, min(n, (piece + 1) * rows_a_piece)):
+                for i in range(start, stop):
                     _score_row(i, indptr, indices, data, W, b, binary, sigmoid, out)
 
     @njit(cache=True, fastmath=IEEE)
