@@ -29,6 +29,7 @@ def piece_rows(n_rows: int, workers: int) -> int:
     low, high = PIECE_ROWS
     return int(np.clip(-(-n_rows // (PIECES_PER_THREAD * max(1, workers))), low, high))
 
+
 if HAVE_NUMBA:
     from numba import types
     from numba.core import cgutils

@@ -43,8 +43,8 @@ BUCKETS_PER_VALUE = 8
 MAX_BUCKETS = 1 << 21
 
 if HAVE_NUMBA:
-    from mlnb.metrics.ranking import _bucket, _bucket_scale, _count_below
     from mlnb._atomic import claim as _claim
+    from mlnb.metrics.ranking import _bucket, _bucket_scale, _count_below
 
     @njit(cache=True, nogil=True)
     def _add_components(z, positives, sign, out):
