@@ -10,8 +10,6 @@ writes its own places, so the results are the same whatever the thread count.
 
 from __future__ import annotations
 
-import numpy as np
-
 from mlnb._numba import HAVE_NUMBA, njit
 
 #: a loop over rows on every thread is cut into pieces that the threads claim in turn (``piece_rows``):
@@ -27,7 +25,7 @@ def piece_rows(n_rows: int, workers: int) -> int:
     """Rows a claimed piece of a loop over ``n_rows`` rows on ``workers`` threads: ``PIECES_PER_THREAD``
     pieces a thread, each within ``PIECE_ROWS`` rows."""
     low, high = PIECE_ROWS
-    return int(np.clip(-(-n_rows // (PIECES_PER_THREAD * max(1, workers))), low, high))
+    return min(high, max(low, -(-n_rows // (PIECES_PER_THREAD * max(1, workers)))))
 
 
 if HAVE_NUMBA:

@@ -1,6 +1,5 @@
 """mlnb._atomic: every piece of work is claimed exactly once, whatever the thread count, and the pieces' size."""
 
-import numba
 import numpy as np
 import pytest
 
@@ -46,6 +45,8 @@ pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_every_piece_is_claimed_once(threads):
+    import numba
+
     previous = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
