@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import dump_svmlight_file
 
-from mlnb.config import load_config
+from mlnb.config import load_config, toml_value
 from mlnb.data.shards import convert
 from mlnb.data.sources import open_source
 from mlnb.data.synthetic import make_rcv1_like
@@ -62,12 +62,13 @@ def main() -> None:
     svm = folder / "corpus.svm"
     dump_svmlight_file(corpus.X, corpus.Y.toarray(), str(svm), multilabel=True, zero_based=False)
     svm_config = folder / "svm.toml"
-    svm_config.write_text(CONFIG.format(source="svmlight", data=f'path = "{svm}"\nn_features = {args.features}\n'
+    svm_config.write_text(CONFIG.format(source="svmlight", data=f"path = {toml_value(str(svm))}\n"
+                                                                f"n_features = {args.features}\n"
                                                                 f"n_categories = {args.categories}"))
     source, _ = open_source(load_config(svm_config).data, load_config(svm_config).features)
     convert(source, folder / "shards", shard_documents=args.shard_documents)
     config_path = folder / "shards.toml"
-    config_path.write_text(CONFIG.format(source="shards", data=f'path = "{folder / "shards"}"'))
+    config_path.write_text(CONFIG.format(source="shards", data=f"path = {toml_value(str(folder / 'shards'))}"))
     print(f"{args.documents:,} documents, {args.features:,} words, {args.categories} categories; load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
 

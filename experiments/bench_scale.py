@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mlnb.config import toml_value
 from mlnb.data import synthetic
 from mlnb.data.stream import Chunk, ChunkSource, Partition
 
@@ -80,7 +81,7 @@ streaming = true
 chunk_size = 20000
 shuffle_buffer = 4
 [data.shards]
-path = "{path}"
+path = {path}
 [models.nb]
 kind = "naive_bayes"
 [models.lr]
@@ -100,7 +101,7 @@ def run_study(folder: Path, engine: str, workers: int, out: Path, tree: Path | N
     """One `mlnb run` in a fresh process (of the code in ``tree``, default this one); its timings from
     summary.json and its peak RSS."""
     config = out / f"scale-{engine}.toml"
-    config.write_text(CONFIG.format(path=folder, engine=engine, workers=workers))
+    config.write_text(CONFIG.format(path=toml_value(str(folder)), engine=engine, workers=workers))
     # a wrapper process whose only child is the run: its RUSAGE_CHILDREN peak is this run's largest
     # process (the mlnb process or one of its Dask workers), not an earlier run's
     wrapper = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "

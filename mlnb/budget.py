@@ -11,6 +11,8 @@ The large arrays, in bytes (n documents, nnz stored values, V features, K catego
     X            16·nnz        CSR float32 values + int32 indices, about twice (the split and the
                                feature transform copy it)
     W            16·V·K·M      per model: float32 W, and its optimiser's or counts' arrays beside it
+    solver       s·V·K         per model whose kind's solver holds s bytes per weight more (``state_per_weight``:
+                               L-BFGS's 2·lbfgs_memory float64 vectors, s = 16·lbfgs_memory)
     scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics
     ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
     processes    150 MB·n_jobs per model kind fitting categories in parallel (one interpreter each)
@@ -134,6 +136,7 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
     """The large arrays of a run of ``config`` on data of ``shape`` (see the module docstring)."""
     models = config.study_models()
     needs = _array_needs(shape, len(models), config.eval.roc_points, keys or {})
+    needs += _solver_needs(models, shape)
     for spec in models:
         n_jobs = getattr(spec.options, "n_jobs", 1)
         if isinstance(n_jobs, int) and n_jobs > 1:
@@ -145,6 +148,19 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
         local = 0 if engine.address else engine.n_workers  # a cluster elsewhere holds its copies there
         needs.append(Need(f"{local} Dask worker processes and the shared model state",
                           float(local * (DASK_WORKER_BYTES + state) + state), f"engine.n_workers = {engine.n_workers}"))
+    return needs
+
+
+def _solver_needs(models, shape: DataShape) -> list[Need]:
+    """What a model's solver holds per weight besides W (its kind's ``state_per_weight``, e.g. L-BFGS's
+    16·m bytes), times V·K (K unknown: 1, a lower bound)."""
+    needs = []
+    for spec in models:
+        per_weight, key = spec.solver_state()
+        if per_weight and shape.n_features:
+            K = shape.n_categories or 1
+            needs.append(Need(f"{spec.name}'s solver state ({key} × {shape.n_features} features × {K} categories)",
+                              per_weight * shape.n_features * K, f"models.{spec.name}.{key}"))
     return needs
 
 

@@ -11,8 +11,8 @@ written back with every run (``dump_toml``) and loads again unchanged.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import difflib
-import json
 import math
 import os
 import re
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from mlnb.data.registry import MAX_DOCUMENTS, MAX_FEATURES
+from mlnb.data.regular import open_regular
 from mlnb.data.sources import SOURCES, streaming_sources
 from mlnb.errors import MlnbError
 from mlnb.models import KINDS, get_kind, logistic, naive_bayes, sklearn_logistic
@@ -35,6 +36,10 @@ _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 # data sources' options, in mlnb.data.registry), far below what would end in a MemoryError before a word of
 # output. What a run needs within them is estimated by mlnb.budget before any data is read.
 MAX_ROC_POINTS = 100_000
+# a config is a few kilobytes; a larger file is not one (and is not read whole to find out)
+MAX_CONFIG_BYTES = 16 * 2**20
+# eval.confidence's least level: 0.5 + level/2 > 0.5 in float64 from level > 2^-53 ≈ 1.1e-16 on
+MIN_CONFIDENCE = 1e-15
 MAX_JOBS = 256  # n_jobs of any model kind: processes, each with its own interpreter and a copy of its data
 MAX_PASSES = 100_000  # npasses of any model kind (as curve.max_passes): passes over the training data
 # Lengths of the text a config names things with: a study's name names the results folder (with '-sweep', and
@@ -108,6 +113,17 @@ class FeaturesConfig:
 
 
 DECISION_RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
+#: eval.decision's default: the rule chosen by experiments/bench_peers.py for the study's task (``auto_decision``)
+AUTO_DECISION = "auto"
+
+
+def auto_decision(task: str) -> str:
+    """The rule ``eval.decision = "auto"`` stands for: 'pcut' for a multilabel study, held in memory, streamed,
+    on Dask, its test scores in memory or spilled to disk (PCut decides each category from its column of
+    scores: the same decisions everywhere); it needs no training document held out, and it beat the probability
+    cut 0.5 on LR's micro and macro F1 on 6 of the 7 multilabel corpora beside the project
+    (docs/guide/decisions.md). 'fixed' for multiclass, which decides by the most probable class."""
+    return "pcut" if task == "multilabel" else "fixed"
 
 
 @dataclass
@@ -118,12 +134,13 @@ class EvalConfig:
                              max=MAX_ROC_POINTS)
     top_k: int = option(2, "k of precision@k (multilabel: true categories among the k best-scored, per "
                         "document) and of top-k accuracy (multiclass)", min=1)
-    decision: str = option("fixed", "multilabel decision rule: 'fixed' (probability cut eval.threshold), 'scut' "
+    decision: str = option(AUTO_DECISION, "multilabel decision rule: 'auto' ('pcut' for a multilabel study, "
+                           "in memory, streamed or on Dask; multiclass: the most probable class), 'fixed' (probability cut eval.threshold), 'scut' "
                            "(per-category threshold maximising eval.decision_metric on the validation part), "
                            "'scutfbr' (SCut with a fallback rank for categories whose best validation F1 is "
                            "below eval.fbr), 'pcut' (each category's training prevalence of the decided "
                            "documents), 'rcut' (the eval.rcut_k best categories per document)",
-                           choices=DECISION_RULES)
+                           choices=(AUTO_DECISION,) + DECISION_RULES)
     decision_metric: str = option("f1", "what scut and scutfbr maximise per category", choices=("f1", "accuracy"))
     fbr: float = option(0.1, "scutfbr: a best validation F1 below this falls back to the rank threshold",
                         min=0, max=1)
@@ -152,8 +169,10 @@ class EvalConfig:
                               choices=("exclude", "prior", "keep"))
     bootstrap: int = option(200, "bootstrap resamples of the test documents for the confidence intervals "
                             "of the summary metrics; 0 = none", min=0, max=100_000)
-    confidence: float = option(0.95, "level of the confidence intervals (bootstrap, DeLong)", min=0, max=1,
-                               exclusive_min=True, exclusive_max=True)
+    confidence: float = option(0.95, "level of the confidence intervals (bootstrap, DeLong), from 1e-15 and below 1: "
+                               "for a smaller level the quantile 0.5 + level/2 rounds to 0.5 in float64, where the "
+                               "t/normal widening of a few positives' interval is 0/0", min=MIN_CONFIDENCE, max=1,
+                               exclusive_max=True)
 
 
 @dataclass
@@ -247,6 +266,10 @@ class ModelSpec:
     def display_label(self) -> str:
         return self.label or get_kind(self.kind).describe(self.options)
 
+    def solver_state(self) -> tuple[float, str]:
+        """(Bytes per weight its kind's solver holds besides W, the option that sets them), for mlnb.budget."""
+        return get_kind(self.kind).state_per_weight(self.options)
+
 
 #: keys every model table has besides its kind's options
 MODEL_KEYS = {"kind": "model kind (see the list above)", "enabled": "fit and evaluate this model",
@@ -287,7 +310,7 @@ class EngineConfig:
                                "folder. On a cluster of several machines it must be a folder every worker and this "
                                "machine share")
     scores: str = option("auto", "where a streamed study holds the test scores while they are evaluated: 'memory', "
-                         "'disk' (spilled: no bootstrap, pcut or multiclass; micro AUC/AP binned), or 'auto' = in "
+                         "'disk' (spilled: no bootstrap or multiclass; micro AUC/AP binned), or 'auto' = in "
                          "memory when they fit engine.max_score_memory", choices=("auto", "memory", "disk"))
     max_score_memory: int = option(1024, "engine.scores = 'auto': MiB of test scores (12 bytes per document, category "
                                    "and model) held in memory at most; more are spilled to disk", min=1,
@@ -296,6 +319,13 @@ class EngineConfig:
                          "'gpu' (the array engine on CuPy: pip install 'mlnb[gpu]'; studies held in memory; models it "
                          "cannot fit stay on the CPU); 'array-numpy' runs the GPU engine's code on numpy, for tests",
                          choices=("cpu", "gpu", "array-numpy"))
+    max_fits: int = option(10_000, "model fits one command may make (sweep: settings × repeats × models, and the "
+                           "refit; curve: sizes × seeds × models; eval.folds multiplies them): more are refused "
+                           "before any data is read; raise it for a larger study", min=1, max=10**9)
+    max_total_passes: int = option(1_000_000, "passes over the training documents one command may make, summed over "
+                                   "its fits, each fit counted at the least passes its options make (npasses; svrg: "
+                                   "1 + svrg_inner_passes; one for a solver to a tolerance): more are refused before "
+                                   "the first fit; raise it for a longer study", min=1, max=10**12)
 
 
 @dataclass
@@ -371,6 +401,8 @@ def _check_value(value: Any, kind: type, meta: dict, where: str) -> Any:
         raise MlnbError(f"{where}: expected {_TYPE_NAMES[kind]}, got {shown(value)}")
     if kind is str and len(value) > MAX_STRING_LENGTH:
         raise MlnbError(f"{where}: expected at most {MAX_STRING_LENGTH} characters, got {len(value):,}")
+    if kind is str:  # from --set: refused now, not when the results folder saves the config
+        _check_writable(value, where)
     if kind is float:
         value = float(value)
         if not math.isfinite(value):
@@ -612,10 +644,10 @@ def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
         raise MlnbError(f"{origin}: task = 'multiclass' needs single-label data; data.source = {data.source!r} is "
                         "multilabel (use svmlight with one label per line, text with labels = 'single', "
                         "arff, or bundled)")
-    if config.eval.decision != "fixed" or config.eval.calibration != "none" or any(
+    if config.eval.decision not in ("fixed", AUTO_DECISION) or config.eval.calibration != "none" or any(
             spec.decision not in ("", "fixed") for spec in config.study_models()):
         raise MlnbError(f"{origin}: task = 'multiclass' decides by the most probable class: eval.decision (and "
-                        "every model's decision) must be 'fixed' and eval.calibration 'none'")
+                        "every model's decision) must be 'fixed' (or eval.decision 'auto') and eval.calibration 'none'")
     if config.eval.untrainable == "prior":
         raise MlnbError(f"{origin}: eval.untrainable = 'prior' replaces one-vs-rest scores; with task = 'multiclass' "
                         "use 'exclude' or 'keep'")
@@ -706,10 +738,14 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
         source = str(path)
         if path.is_dir():
             raise MlnbError(f"{path}: is a directory; expected a config file (TOML)")
-        if not path.is_file():
+        if not path.exists():
             raise MlnbError(f"{path}: no such config file")
+        with open_regular(path, "a config file (TOML)") as file:  # a FIFO or a device: refused, never waited on
+            text = file.read(MAX_CONFIG_BYTES + 1)
+        if len(text) > MAX_CONFIG_BYTES:
+            raise MlnbError(f"{path}: more than {MAX_CONFIG_BYTES:,} bytes; expected a config file (TOML)")
         try:  # utf-8-sig: a byte-order mark (as some Windows editors write) is not part of the TOML
-            table = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+            table = tomllib.loads(text.decode("utf-8-sig"))
         except tomllib.TOMLDecodeError as error:
             raise MlnbError(f"{path}: not valid TOML ({error})") from None
         except RecursionError:  # arrays or inline tables nested hundreds deep: no config key takes that
@@ -736,18 +772,81 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
     return config
 
 
+def with_decision_resolved(config: StudyConfig) -> StudyConfig:
+    """The config with eval.decision = "auto" replaced by the rule it stands for in this study (``auto_decision``):
+    a study resolves it when it opens its documents, so that its report and results name the rule it used."""
+    if config.eval.decision != AUTO_DECISION:
+        return config
+    rule = auto_decision(config.task)
+    return dataclasses.replace(config, eval=dataclasses.replace(config.eval, decision=rule))
+
+
 # -- writing ---------------------------------------------------------------------------------
-def toml_value(value: Any) -> str:
-    """A value as TOML text (the inverse of reading it back)."""
+# Every piece of TOML text written (mlnb init, show-config, a results folder's config.toml, best.toml, a bench's
+# config.toml) goes through toml_value, toml_key and toml_comment: a name a corpus chose (a category folder, a
+# label, a column) that ended a string or a comment early would write keys of its own into the config.
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_STRING_UNSAFE = re.compile(r'["\\]|[^ -~]')
+_COMMENT_UNSAFE = re.compile(r"[^ -~]")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    """A character as itself where Python prints it as itself, else as a TOML escape: the controls TOML
+    forbids, and those an editor or a line-by-line reader takes for a line break (U+0085, U+2028, U+2029)
+    or does not show (bidi overrides, zero-width characters)."""
+    character = match.group()
+    if character in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[character]
+    if character.isprintable():
+        return character
+    code = ord(character)
+    return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
+
+
+def _check_writable(text: str, key: str) -> None:
+    """Refuse a lone surrogate (how Python names a byte of a file name or an argument that is not UTF-8):
+    TOML is UTF-8 and has no escape for one."""
+    if _SURROGATE.search(text):
+        raise MlnbError(f"{key + ': ' if key else ''}{shown(text)} is not UTF-8 text (a file or folder name in "
+                        "another encoding?), which no TOML file can hold; rename it")
+
+
+def toml_string(text: str, key: str = "") -> str:
+    """``text`` as a TOML basic string on one line: loads back as ``text`` (a lone surrogate is refused)."""
+    _check_writable(text, key)
+    return '"' + _STRING_UNSAFE.sub(_escape, text) + '"'
+
+
+def toml_key(name: str) -> str:
+    """``name`` as a TOML key of one table level: bare where TOML allows it, else a quoted string."""
+    return name if _BARE_KEY.fullmatch(name) else toml_string(name)
+
+
+def toml_comment(text: str) -> str:
+    """``text`` as one TOML comment line ('# ' first): every character that could end the comment early
+    (any line break, '\\r', U+2028 ...) or that TOML forbids in a comment is written as its escape."""
+    return "# " + _COMMENT_UNSAFE.sub(_escape, text) if text else "#"
+
+
+def toml_value(value: Any, key: str = "") -> str:
+    """A value as TOML text on one line (the inverse of reading it back); ``key`` names it in an error."""
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v, key) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    # a JSON string is a valid TOML basic string, control characters escaped; ensure_ascii would
-    # write characters beyond the BMP as surrogate pairs, which TOML refuses
-    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):  # repr of the float itself: numpy's float64 would write np.float64(...)
+        return repr(float(value))
+    if isinstance(value, str):
+        return toml_string(value, key)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v, key)}" for k, v in value.items()) + "}"
+    if isinstance(value, (datetime.date, datetime.time)):  # as tomllib reads them (1979-05-27, 07:32:00)
+        return value.isoformat()
+    raise TypeError(f"{key or 'a value'}: {type(value).__name__} has no TOML form")
 
 
 def dump_toml(config, prefix: str = "") -> str:
@@ -758,30 +857,29 @@ def dump_toml(config, prefix: str = "") -> str:
         if f.name == "models" and isinstance(config, StudyConfig):
             tables += [_dump_model(spec) for spec in value.values()]
         elif dataclasses.is_dataclass(value):
-            tables.append(f"\n[{prefix}{f.name}]\n" + dump_toml(value, f"{prefix}{f.name}."))
+            tables.append(f"\n[{prefix}{toml_key(f.name)}]\n" + dump_toml(value, f"{prefix}{toml_key(f.name)}."))
         else:
-            scalars.append(f"{f.name} = {toml_value(value)}  # {f.metadata['help']}")
+            scalars.append(f"{toml_key(f.name)} = {toml_value(value, prefix + f.name)}  "
+                           + toml_comment(f.metadata["help"]))
     return "\n".join(scalars) + "\n" + "".join(tables)
 
 
 def _dump_model(spec: ModelSpec) -> str:
-    kind = get_kind(spec.kind)
-    lines = [f"\n[models.{spec.name}]", f"kind = {toml_value(spec.kind)}  # {kind.help}",
-             f"enabled = {toml_value(spec.enabled)}  # {MODEL_KEYS['enabled']}",
-             f"label = {toml_value(spec.label)}  # {MODEL_KEYS['label']}",
-             f"decision = {toml_value(spec.decision)}  # {MODEL_KEYS['decision']}",
-             f"random_state = {toml_value(spec.random_state)}  # {MODEL_KEYS['random_state']}"]
-    return "\n".join(lines) + "\n" + dump_toml(spec.options, f"models.{spec.name}.")
+    kind, table = get_kind(spec.kind), f"models.{toml_key(spec.name)}"
+    lines = [f"\n[{table}]", f"kind = {toml_value(spec.kind, table + '.kind')}  " + toml_comment(kind.help)]
+    lines += [f"{key} = {toml_value(getattr(spec, key), f'{table}.{key}')}  " + toml_comment(MODEL_KEYS[key])
+              for key in ("enabled", "label", "decision", "random_state")]
+    return "\n".join(lines) + "\n" + dump_toml(spec.options, f"{table}.")
 
 
 def describe_kinds() -> str:
     """Every registered model kind with its options, as TOML comments (for ``mlnb show-config``)."""
-    lines = ["# Model kinds: [models.<name>] kind = \"...\" and that kind's options (defaults shown)."]
+    lines = [toml_comment("Model kinds: [models.<name>] kind = \"...\" and that kind's options (defaults shown).")]
     for kind in KINDS.values():
-        lines.append(f"#\n# kind = {toml_value(kind.name)}: {kind.help}")
+        lines += ["#", toml_comment(f"kind = {toml_value(kind.name)}: {kind.help}")]
         for f in dataclasses.fields(kind.options):
             default = getattr(kind.options(), f.name)
-            lines.append(f"#   {f.name} = {toml_value(default)}  — {f.metadata['help']}")
+            lines.append(toml_comment(f"  {f.name} = {toml_value(default)}  — {f.metadata['help']}"))
     return "\n".join(lines) + "\n"
 
 

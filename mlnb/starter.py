@@ -35,6 +35,7 @@ import numpy as np
 
 from mlnb.data.files import open_binary
 from mlnb.data.limits import MAX_LINE_BYTES
+from mlnb.data.regular import check_regular
 from mlnb.errors import MlnbError
 
 #: column (or JSON key) names taken for the text, and for the labels, before any guess from the content
@@ -69,6 +70,7 @@ class Detected:
     task : 'multiclass' or 'multilabel'
     presence : the values are not counts: Naive Bayes reads word presence
     notes : more lines for the config's head
+    why : option key -> why init chose its value (a line of the summary, the key's comment in the config)
     """
 
     source: str
@@ -83,6 +85,7 @@ class Detected:
     presence: bool = False
     nb_enabled: bool = True
     notes: list = field(default_factory=list)
+    why: dict = field(default_factory=dict)
 
     @property
     def n_categories(self) -> int:
@@ -123,6 +126,9 @@ def _folder(path: Path, hints: Hints) -> Detected:
     if (path / MANIFEST).is_file():
         return _shards(path)
     entries = [e for e in os.scandir(path) if not e.name.startswith(".")]
+    for entry in entries:  # neither a file nor a folder (a FIFO, a socket, a device): refused, not skipped
+        if not entry.is_file() and not entry.is_dir():
+            check_regular(entry.path, "a file of the data folder")
     files = sorted(Path(e.path) for e in entries if e.is_file())
     folders = sorted(Path(e.path) for e in entries if e.is_dir())
     arffs = [f for f in files if f.name.lower().endswith((".arff", ".arff.gz"))]
@@ -150,6 +156,7 @@ def _has_subfolders(path: Path) -> bool:
 
 
 def _file(path: Path, hints: Hints) -> Detected:
+    check_regular(path, "mlnb init's data")  # a FIFO or device: refused before anything opens it
     name = path.name.lower()
     if name.endswith((".arff", ".arff.gz")):
         return _arff(path)
@@ -167,10 +174,11 @@ def _file(path: Path, hints: Hints) -> Detected:
 def _head(path: Path) -> list[str]:
     """The first SNIFF_ROWS lines of a (possibly compressed) file, decoded leniently; one line for a binary file."""
     lines = []
-    with open_binary(path) as stream:
-        for raw in stream:
+    with open_binary(path, "mlnb init's data") as stream:
+        while raw := stream.readline(MAX_LINE_BYTES + 1):  # bounded: a file without newlines is no line
             if len(raw) > MAX_LINE_BYTES:
-                break
+                raise MlnbError(f"{path}:{len(lines) + 1}: a line of more than {MAX_LINE_BYTES:,} bytes; expected "
+                                "svmlight, ARFF, CSV, TSV or JSON lines, one record per line")
             if b"\x00" in raw:
                 raise MlnbError(f"{path}: a binary file (NUL bytes); expected svmlight, ARFF, CSV, TSV or JSON lines")
             lines.append(raw.decode("utf-8", errors="replace"))
@@ -322,13 +330,13 @@ def _labels_file(folder: Path, files: list[Path]) -> Path | None:
 def _files_with_labels(folder: Path, labels_file: Path, hints: Hints) -> Detected:
     from mlnb.data.folders import FolderReading, list_folder, read_document
 
-    fmt, header, rows = _table(labels_file)
+    fmt, header, rows, _ = _table(labels_file)
     names = list(rows[0].keys()) if rows else []
     existing = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
     file_column = next((c for c in names if sum(str(r.get(c, "")).strip() in existing for r in rows) > len(rows) / 2),
                        None)
     if file_column is not None and not header and str(rows[0][file_column]).strip() not in existing:
-        fmt, header, rows = _table(labels_file, header=True)  # the first row names the columns, not a file
+        fmt, header, rows, _ = _table(labels_file, header=True)  # the first row names the columns, not a file
         names = list(rows[0].keys())
         file_column = names[int(file_column)]
     if file_column is None:
@@ -358,7 +366,25 @@ def _from_labels(found: Detected, labels: list) -> Detected:
     found.documents_per_category = dict(sorted(counts.items()))
     found.labels_per_document = "one" if all(len(names) == 1 for names in labels) else "several"
     found.task = "multiclass" if found.labels_per_document == "one" else "multilabel"
+    _label_notes(found, labels)
     return found
+
+
+#: categories with fewer documents than this are named by init: too few to learn from and to test on
+TINY_CATEGORY = 5
+
+
+def _label_notes(found: Detected, labels: list) -> None:
+    """Notes on the documents without a label and the categories of fewer than TINY_CATEGORY documents."""
+    unlabelled = sum(not names for names in labels)
+    if unlabelled:
+        found.notes.append(f"{unlabelled:,} documents ({100 * unlabelled / len(labels):.1f} %) have no label: each "
+                           "is a negative of every category")
+    tiny = sorted(((n, name) for name, n in found.documents_per_category.items() if n < TINY_CATEGORY))
+    if tiny:
+        shown = ", ".join(f"{name!r} ({n})" for n, name in tiny[:5]) + (", ..." if len(tiny) > 5 else "")
+        found.notes.append(f"{len(tiny):,} categor{'y has' if len(tiny) == 1 else 'ies have'} fewer than "
+                           f"{TINY_CATEGORY} documents ({shown}): too few to learn from and to test on")
 
 
 # -- files of texts ---------------------------------------------------------------------------------------------
@@ -380,9 +406,9 @@ def _text_format(path: Path, head: list[str]) -> str:
                     "lines); expected CSV, TSV or JSON lines of a text and its labels")
 
 
-def _table(path: Path, header: bool | None = None) -> tuple[str, bool, list[dict]]:
-    """(format, header, the first SNIFF_ROWS rows as column -> value) of a CSV/TSV/JSON-lines file; ``header``:
-    whether the first row names the columns (None: guess)."""
+def _table(path: Path, header: bool | None = None) -> tuple[str, bool, list[dict], str]:
+    """(format, header, the first SNIFF_ROWS rows as column -> value, why the header was so guessed) of a
+    CSV/TSV/JSON-lines file; ``header``: whether the first row names the columns (None: guess)."""
     head = _head(path)
     fmt = _text_format(path, head)
     if fmt == "jsonl":
@@ -398,7 +424,7 @@ def _table(path: Path, header: bool | None = None) -> tuple[str, bool, list[dict
                 raise MlnbError(f"{path}:{number}: not a JSON object ({error.msg})") from None
             if isinstance(record, dict):
                 rows.append(record)
-        return ("jsonl" if not path.name.lower().endswith((".jsonl", ".json", ".ndjson")) else "auto"), True, rows
+        return ("jsonl" if not path.name.lower().endswith((".jsonl", ".json", ".ndjson")) else "auto"), True, rows, ""
     delimiter = "\t" if fmt == "tsv" else ","
     reader = csv.reader(io.StringIO("".join(head[:-1] if len(head) >= SNIFF_ROWS else head)), delimiter=delimiter,
                         quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
@@ -408,24 +434,95 @@ def _table(path: Path, header: bool | None = None) -> tuple[str, bool, list[dict
         raise MlnbError(f"{path}:{reader.line_num}: malformed {fmt.upper()} ({error})") from None
     if not table:
         raise MlnbError(f"{path}: no rows")
-    header = _has_header(table) if header is None else header
+    header, why = _has_header(table) if header is None else (header, "")
     names = table[0] if header else [str(i) for i in range(len(table[0]))]
     rows = [dict(zip(names, row)) for row in (table[1:] if header else table) if len(row) == len(names)]
     by_suffix = Path(path.name.lower().removesuffix(".gz").removesuffix(".bz2")).suffix in _TEXT_SUFFIXES
-    return ("auto" if by_suffix else fmt), header, rows
+    return ("auto" if by_suffix else fmt), header, rows, why
 
 
-def _has_header(table: list[list[str]]) -> bool:
-    """Whether the first row names the columns: a known column name, or a first cell of the text column
-    (the longest cells) far shorter than the column's others."""
-    first = [cell.strip().lower() for cell in table[0]]
-    if any(cell in TEXT_NAMES + LABEL_NAMES + FILE_NAMES for cell in first):
-        return True
-    if len(table) < 3 or len(set(first)) < len(first):
+def _has_header(table: list[list[str]]) -> tuple[bool, str]:
+    """(whether the first row names the columns, why), from a known column name, else by comparing the first
+    row with the rest (``_header_evidence``): it is a header where more of the comparisons say so than say
+    it is a document (a tie, or nothing to compare, reads it as a document: a row of data is never dropped
+    for lack of evidence)."""
+    first = [cell.strip() for cell in table[0]]
+    known = [cell for cell in first if cell.lower() in TEXT_NAMES + LABEL_NAMES + FILE_NAMES]
+    if known:
+        return True, f"the first row names the columns ({known[0]!r} is a column name)"
+    if len(set(first)) < len(first):
+        return False, f"the first row repeats a cell ({Counter(first).most_common(1)[0][0]!r}), so it names no columns"
+    rest = [[cell.strip() for cell in row] for row in table[1:] if len(row) == len(first)]
+    evidence = _header_evidence(first, rest)
+    says_header = [why for header, why in evidence if header]
+    says_document = [why for header, why in evidence if not header]
+    if len(says_header) > len(says_document):
+        return True, "the first row names the columns: " + "; ".join(says_header)
+    if not evidence:
+        return False, "the first row is read as a document: nothing in the other rows tells it from a header"
+    return False, "the first row is read as a document: " + "; ".join(says_document + says_header)
+
+
+#: a column's cells are labels when at least this share of its non-empty cells (below the first row) hold a
+#: value that recurs in the column
+LABEL_RECURRENCE = 0.5
+#: a first cell of the text column (the longest cells) shorter than this share of the others' median is a
+#: column name; one at least HEADER_TEXT_SHARE_AS_DOCUMENT of it reads as a document
+HEADER_TEXT_SHARE = 0.25
+HEADER_TEXT_SHARE_AS_DOCUMENT = 0.5
+
+
+def _values(cell: str) -> set[str]:
+    """The cell and, for a list of labels, its items: what may recur in a label column."""
+    return {cell} | {part.strip() for part in re.split(r"[;|,]", cell) if part.strip()} if cell else set()
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
         return False
-    widths = [np.median([len(row[j]) for row in table[1:] if len(row) > j] or [0]) for j in range(len(first))]
-    j = int(np.argmax(widths))
-    return widths[j] >= 20 and len(first[j]) * 4 < widths[j] and " " not in first[j].strip()
+    return True
+
+
+def _header_evidence(first: list[str], rest: list[list[str]]) -> list[tuple[bool, str]]:
+    """(says the first row is a header, why) of each comparison of the first row with the rest (``rest``:
+    the other rows of the sniffed lines, as many cells as the first):
+
+    * a label column (its values recur): the first row's value recurs there (a document) or never does;
+    * the text column (the longest cells): the first row's cell far shorter than the others' median
+      (a column name) or as long as a text;
+    * a column of numbers: the first row's cell a number too, or not."""
+    if len(rest) < 2:
+        return []
+    evidence = []
+    columns = range(len(first))
+    widths = [float(np.median([len(row[j]) for row in rest])) for j in columns]
+    text = int(np.argmax(widths))
+    for j in columns:
+        cells = [row[j] for row in rest if row[j]]
+        if j == text or not cells or not first[j]:
+            continue
+        if all(map(_is_number, cells)):
+            number = _is_number(first[j])
+            evidence.append((not number, f"column {j + 1} holds numbers and its first cell {first[j]!r} "
+                                         f"{'is one' if number else 'is not'}"))
+            continue
+        seen = Counter(value for cell in cells for value in _values(cell))
+        recurring = sum(any(seen[value] > 1 for value in _values(cell)) for cell in cells)
+        if recurring >= LABEL_RECURRENCE * len(cells):
+            again = sorted(value for value in _values(first[j]) if seen[value])
+            evidence.append((not again, f"its {again[0] if again else first[j]!r} "
+                                        f"{'recurs' if again else 'never recurs'} in column {j + 1}, whose values are "
+                                        "labels that recur"))
+    length, median = len(first[text]), widths[text]
+    if median >= 20 and length < HEADER_TEXT_SHARE * median:
+        evidence.append((True, f"its {first[text]!r} is far shorter than the texts of column {text + 1} "
+                               f"(median {median:,.0f} characters)"))
+    elif length >= HEADER_TEXT_SHARE_AS_DOCUMENT * median:
+        evidence.append((False, f"its cell of column {text + 1} is as long as a text ({length:,} characters, "
+                                f"median {median:,.0f})"))
+    return evidence
 
 
 def _label_column(path: Path, columns: list[str], rows: list[dict]) -> str:
@@ -436,13 +533,18 @@ def _label_column(path: Path, columns: list[str], rows: list[dict]) -> str:
         for column in columns:
             if column.strip().lower() == name:
                 return column
-    distinct = {c: len({json.dumps(r.get(c), sort_keys=True) for r in rows}) for c in columns}
-    usable = [c for c in columns if 2 <= distinct[c] <= max(2, len(rows) // 2)]
+    usable, distinct = _label_candidates(columns, rows)
     if not usable:
         found = ", ".join(f"{c!r} ({distinct[c]:,} distinct values in {len(rows):,} rows)" for c in columns)
         raise MlnbError(f"{path}: cannot tell the label column among {found}; set it: mlnb init ... "
                         "--label-column NAME")
     return min(usable, key=lambda c: (distinct[c], columns.index(c)))
+
+
+def _label_candidates(columns: list[str], rows: list[dict]) -> tuple[list[str], dict]:
+    """(the columns that could hold labels: 2 to half as many distinct values as rows, distinct values by column)."""
+    distinct = {c: len({json.dumps(r.get(c), sort_keys=True) for r in rows}) for c in columns}
+    return [c for c in columns if 2 <= distinct[c] <= max(2, len(rows) // 2)], distinct
 
 
 def _text_column(path: Path, columns: list[str], rows: list[dict]) -> str:
@@ -476,7 +578,7 @@ def _separator(path: Path, cells: list, force: bool = False) -> str:
 def _texts(path: Path, head: list[str], hints: Hints) -> Detected:
     from mlnb.data.text import TextReading, label_problem, text_records
 
-    fmt, header, rows = _table(path)
+    fmt, header, rows, header_why = _table(path)
     if not rows:
         raise MlnbError(f"{path}: no rows of a text and its labels")
     columns = list(rows[0].keys())
@@ -490,8 +592,9 @@ def _texts(path: Path, head: list[str], hints: Hints) -> Detected:
     options = {"path": str(path)}
     if fmt != "auto":
         options["format"] = fmt
-    if not header:
-        options["header"] = False
+    kind = {"csv": "CSV", "tsv": "TSV", "jsonl": "JSON-lines"}[fmt if fmt != "auto" else _text_format(path, head)]
+    if kind != "JSON-lines":  # written either way, with why: the run reads the first row as init chose
+        options["header"] = header
     options |= {"text_column": text_column, "label_column": label_column, "labels": "multi" if multi else "single"}
     if separator:
         options["label_separator"] = separator
@@ -501,9 +604,14 @@ def _texts(path: Path, head: list[str], hints: Hints) -> Detected:
     for records in text_records(path, reading, batch=100_000):
         labels += records.labels
         documents += len(records.texts)
-    kind = {"csv": "CSV", "tsv": "TSV", "jsonl": "JSON-lines"}[fmt if fmt != "auto" else _text_format(path, head)]
     found = Detected("text", options, f"a {kind} file of texts")
     found.separator, found.label_column = separator, label_column
+    if header_why:
+        found.why["header"] = header_why
+    others = _label_candidates([c for c in columns if c not in (text_column, label_column)], rows)[0]
+    if others:
+        found.why["label_column"] = (f"other columns that could hold the labels: {', '.join(map(repr, others))} "
+                                     "(mlnb init ... --label-column NAME)")
     _from_labels(found, labels)
     problem = label_problem(found.documents_per_category, reading)
     if problem:
@@ -530,37 +638,46 @@ def _lr_options(n_documents: int) -> dict:
 
 
 def starter_config(found: Detected, data: str, name: str) -> str:
-    """The TOML text of a config that runs ``found`` as is: NB and LR, every other key at its default."""
-    from mlnb.config import DEFAULT_MODELS, toml_value
+    """The TOML text of a config that runs ``found`` as is: NB and LR, every other key at its default. What the
+    data named (its path, categories, columns) is written by toml_value or in toml_comment: escaped, so that no
+    name can end a string or a comment and write a key of its own."""
+    from mlnb.config import DEFAULT_MODELS, toml_comment, toml_key, toml_value
 
-    shown = ", ".join(f"{k} ({n:,})" for k, n in list(found.documents_per_category.items())[:8])
+    shown = ", ".join(f"{k if len(k) <= 80 else k[:80] + '...'} ({n:,})"
+                      for k, n in list(found.documents_per_category.items())[:8])
     more = f" and {found.n_categories - 8:,} more" if found.n_categories > 8 else ""
-    lines = [f"# Starter config written by `mlnb init {data}`: it runs as is (`mlnb run <this file>`);",
-             "# every key not given here keeps its default (`mlnb show-config <this file>` lists them all).",
-             f"# Detected: {found.format}; {found.n_documents:,} documents, {found.n_categories:,} categories:",
-             f"#   {shown}{more}."]
-    lines += [f"# Note: {note}." for note in found.notes]
-    lines += ["# Paths are read from the working directory, as you gave them to `mlnb init`.",
-              f"name = {toml_value(name)}", "seed = 0",
-              f"task = {toml_value(found.task)}  # " + (
-                  "every document has exactly one category (\"multilabel\": each category one-vs-rest)"
-                  if found.task == "multiclass" else "each category one-vs-rest (documents have none, one or more)"),
-              "", "[data]", f"source = {toml_value(found.source)}"]
+    comments = [f"Starter config written by `mlnb init {data}`: it runs as is (`mlnb run <this file>`);",
+                "every key not given here keeps its default (`mlnb show-config <this file>` lists them all).",
+                f"Detected: {found.format}; {found.n_documents:,} documents, {found.n_categories:,} categories:",
+                f"  {shown}{more}."]
+    comments += [f"Note: {note}." for note in found.notes]
+    comments += ["Paths are read from the working directory, as you gave them to `mlnb init`."]
+    task = ("every document has exactly one category (\"multilabel\": each category one-vs-rest)"
+            if found.task == "multiclass" else "each category one-vs-rest (documents have none, one or more)")
+    lines = [toml_comment(line) for line in comments]
+    lines += [f"name = {toml_value(name, 'name')}", "seed = 0",
+              f"task = {toml_value(found.task)}  " + toml_comment(task), "", "[data]",
+              f"source = {toml_value(found.source)}"]
     if "test_path" not in found.options:
-        lines.append("test_fraction = 0.5  # share of the documents held out for the test (a seeded hash of each id)")
-    lines += ["", f"[data.{found.source}]"]
+        lines.append("test_fraction = 0.5  " + toml_comment("share of the documents held out for the test (a seeded "
+                                                           "hash of each id)"))
+    table = f"data.{toml_key(found.source)}"
+    lines += ["", f"[{table}]"]
     for key, value in found.options.items():
-        lines.append(f"{key} = {toml_value(value)}" + ("  # the separator of the labels in a cell"
-                                                        if key == "label_separator" else ""))
+        why = found.why.get(key) or ("the separator of the labels in a cell" if key == "label_separator" else "")
+        lines.append(f"{toml_key(key)} = {toml_value(value, f'{table}.{key}')}" + ("  " + toml_comment(why) if why
+                                                                                   else ""))
     lines += ["", "[models.nb]", f"kind = {toml_value(DEFAULT_MODELS['nb'])}",
               f"event_model = {toml_value(_event_model_name(found.presence))}"]
     if not found.nb_enabled:
-        lines.append("enabled = false  # negative feature values: Naive Bayes needs counts or presence")
+        lines.append("enabled = false  " + toml_comment("negative feature values: Naive Bayes needs counts or "
+                                                       "presence"))
     lines += ["", "[models.lr]", f"kind = {toml_value(DEFAULT_MODELS['lr'])}"]
     lines += [f"{key} = {toml_value(value)}" for key, value in _lr_options(found.n_documents).items()]
     lines += ["", "[report]",
-              "# category = -1 (the default) plots the most frequent category that can be tested; name one with",
-              "# category_name = \"...\""]
+              toml_comment("category = -1 (the default) plots the most frequent category that can be tested; name "
+                           "one with"),
+              toml_comment("category_name = \"...\"")]
     return "\n".join(lines) + "\n"
 
 
@@ -569,8 +686,11 @@ def summary(found: Detected, split: str) -> list[str]:
     per = "one per document" if found.labels_per_document == "one" else "none, one or several per document"
     lines = [f"format: {found.format}", f"documents: {found.n_documents:,}",
              f"categories: {found.n_categories:,} ({per}; task = {found.task!r})"]
+    if "header" in found.why:
+        lines.append(f"header: {'yes' if found.options.get('header') else 'no'}, {found.why['header']}")
     if found.label_column:  # a file of texts, or a labels file
-        lines.append(f"label column: {found.label_column!r}")
+        lines.append(f"label column: {found.label_column!r}" + (f"; {found.why['label_column']}"
+                                                                 if "label_column" in found.why else ""))
         lines.append("label separator: " + (repr(found.separator) if found.separator else "none (one label per cell, "
                                                                                           "or JSON lists)"))
     lines.append(f"split: {split}")

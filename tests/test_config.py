@@ -3,7 +3,7 @@
 import pytest
 
 from mlnb import MlnbError
-from mlnb.config import StudyConfig, dump_toml, load_config, parse_override
+from mlnb.config import StudyConfig, dump_toml, load_config, parse_override, with_decision_resolved
 
 
 def write(tmp_path, text, name="study.toml"):
@@ -30,6 +30,26 @@ def test_without_models_the_study_is_nb_against_lr():
     config = load_config(None, ["models.nb.alpha=0.1"])
     assert [(s.name, s.kind) for s in config.study_models()] == [("nb", "naive_bayes"), ("lr", "logistic")]
     assert config.models["nb"].options.alpha == 0.1 and config.compared_pairs() == [("lr", "nb")]
+
+
+STREAMED = ["data.streaming=true", "data.source=svmlight", "data.svmlight.path=x.svm"]
+
+
+@pytest.mark.parametrize("path, settings, rule", [
+    (None, [], "pcut"),  # multilabel in memory: PCut (experiments/bench_peers.py)
+    (None, STREAMED, "pcut"),  # streamed: the same rule, whether its test scores are in memory or spilled
+    (None, STREAMED + ['engine.scores="disk"'], "pcut"),  # PCut decides a spill's columns one at a time
+    ("configs/iris.toml", [], "fixed"),  # multiclass: the most probable class
+])
+def test_the_default_decision_rule_follows_the_task(path, settings, rule):
+    config = load_config(path, settings)
+    assert config.eval.decision == "auto" and with_decision_resolved(config).eval.decision == rule
+    assert load_config(path, settings + ["eval.decision=auto"]) == config
+
+
+def test_a_decision_rule_the_user_names_is_kept():
+    assert with_decision_resolved(load_config(None, ["eval.decision=fixed"])).eval.decision == "fixed"
+    assert with_decision_resolved(load_config(None, STREAMED + ["eval.decision=pcut"])).eval.decision == "pcut"
 
 
 def test_a_file_with_models_studies_exactly_those(tmp_path):

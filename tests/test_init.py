@@ -207,6 +207,99 @@ def test_init_keeps_an_existing_config_and_takes_hints(tmp_path):
     assert found.options["text_column"] == "tags" and found.n_categories > 3
 
 
+# -- what init read: the header, documents without a label, tiny categories, other label columns ---------------------
+def write_texts(path, header, n=240, k=6, seed=0, delimiter=","):
+    """Texts of k topics ('topic0' ...), commas inside, one topic a document; a first row of column names or none.
+    A column of row numbers first when the header has three names."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        topic = rng.randrange(k)
+        rows.append([words(rng, topic, 30).replace(" common", ", common", 3), f"topic{topic}"])
+    if header is not None and len(header) == 3:
+        rows = [[str(i + 1)] + row for i, row in enumerate(rows)]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, delimiter=delimiter)
+        writer.writerows(([header] if header else []) + rows)
+    return path
+
+
+def said_line(said: str, start: str) -> str:
+    return next(line for line in said.splitlines() if line.startswith(start))
+
+
+@pytest.mark.parametrize("header, why", [
+    (["Article Body", "Topic_List"], "its 'Topic_List' never recurs in column 2"),  # the issue's: read as data
+    (["content", "topic_list"], "'content' is a column name"),
+    (["Text", "Labels"], "'Text' is a column name"),
+    (["news story text", "story category"], "its 'story category' never recurs in column 2"),  # names like data
+    (["Row No", "Body Text", "Group Name"], "column 1 holds numbers and its first cell 'Row No' is not"),
+    (None, "the first row is read as a document: its 'topic"),
+])
+def test_init_says_whether_the_first_row_names_the_columns_and_why(tmp_path, header, why):
+    path = write_texts(tmp_path / "texts.csv", header)
+    config = tmp_path / "c.toml"
+    code, said = cli("init", path, "--out", config)
+    assert code == 0, said
+    line = said_line(said, "header: ")
+    assert line.startswith("header: yes, the first row names" if header else "header: no, ") and why in line
+    written = config.read_text()
+    text = tomllib.loads(written)["data"]["text"]
+    assert text["header"] is (header is not None) and why in written  # the key, and its comment says why
+    expected = (header[-2], header[-1]) if header else ("0", "1")
+    assert (text["text_column"], text["label_column"]) == expected
+    found = detect(path)
+    assert sorted(found.documents_per_category) == [f"topic{k}" for k in range(6)] and found.n_documents == 240
+
+
+def test_the_run_reads_the_header_init_found(tmp_path):
+    """The issue's file: its header read as a document made a category 'Topic_List' (1 document) and moved
+    every document's split."""
+    said, folder, config = init_then_run(tmp_path, write_texts(tmp_path / "articles.csv", ["Article Body",
+                                                                                        "Topic_List"]))
+    assert config["data"]["text"]["header"] is True
+    metrics = check_results(folder, 6)
+    assert set(metrics["name"]) == {f"topic{k}" for k in range(6)}
+
+
+def test_init_counts_documents_without_a_label_and_names_tiny_categories(tmp_path):
+    """A TSV (no header) of '|'-separated tags where 47 % of the documents have none, and one tag on 2."""
+    rng = random.Random(2)
+    rows = []
+    for i in range(200):
+        k = rng.randrange(4)
+        tags = [] if i % 100 >= 53 else [f"t{k}"] + ([f"t{(k + 1) % 4}"] if i % 3 == 0 else [])
+        rows.append(f"{words(rng, k, 20)}\t{'|'.join(tags + (['rare'] if i in (1, 50) else []))}\n")
+    path = tmp_path / "tags.tsv"
+    path.write_text("".join(rows), encoding="utf-8")
+    config = tmp_path / "c.toml"
+    code, said = cli("init", path, "--out", config)
+    assert code == 0, said
+    assert "note: 94 documents (47.0 %) have no label" in said
+    assert "note: 1 category has fewer than 5 documents ('rare' (2))" in said
+    written = config.read_text()
+    assert "# Note: 94 documents (47.0 %) have no label" in written and "'rare' (2)" in written
+    text = tomllib.loads(written)["data"]["text"]
+    assert (text["header"], text["labels"], text["label_separator"]) == (False, "multi", "|")
+    assert said_line(said, "header: ").startswith("header: no, the first row is read as a document: its 't")
+
+
+def test_init_names_the_other_columns_that_could_hold_the_labels(tmp_path):
+    rng = random.Random(4)
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "body": words(rng, i % 3, 20), "topic": f"c{i % 3}",
+                                        "source": ["wire", "web"][i % 2]}) + "\n" for i in range(60)))
+    config = tmp_path / "c.toml"
+    code, said = cli("init", path, "--out", config)
+    assert code == 0, said
+    line = said_line(said, "label column: ")
+    assert line == ("label column: 'topic'; other columns that could hold the labels: 'source' (mlnb init ... "
+                    "--label-column NAME)")
+    text = tomllib.loads(config.read_text())["data"]["text"]
+    assert "header" not in text and not any(line.startswith("header: ") for line in said.splitlines())  # JSON: keys
+    assert "other columns that could hold the labels: 'source'" in config.read_text()
+
+
 # -- labels that look mis-split: the run's check, shared with init ---------------------------------------------------
 def test_labels_split_on_the_wrong_separator_are_refused_naming_the_separator():
     combos = {"sport;politics": 1, "sport": 4, "politics;economy": 1, "economy": 3, "politics": 2}

@@ -35,6 +35,7 @@ from mlnb.budget import check_data_sizes
 from mlnb.data.dataset import Dataset, RowOrigin, hash_split
 from mlnb.data.hashing import split_mask
 from mlnb.data.limits import MAX_DOCUMENTS, MAX_LINE_BYTES
+from mlnb.data.regular import check_regular, open_regular
 from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.data.stream import ChunkSource, Chunk, Partition, check_chunk_size, make_chunk, split_source
 from mlnb.data.text import (Records, TextFit, TextOptions, TextReading, _Fitting, label_matrix, text_records,
@@ -172,6 +173,8 @@ def _by_category(root: Path, reading: FolderReading) -> Listing:
                 raise MlnbError(f"{path}: a folder inside the category folder {entry.name!r}; expected the category's "
                                 "documents as files directly inside it (one level of sub-folders)")
             _inside(path, real_root, reading, "a document")
+            if not item.is_file():  # (no stat of a plain file: the folder's listing says what it is)
+                check_regular(path, f"a document of the category folder {entry.name!r}")
             listing.files.append(path)
             listing.labels.append([] if entry.name in negative else [entry.name])
             documents += 1
@@ -201,9 +204,10 @@ def _listed(root: Path, labels_path: str, reading: FolderReading) -> Listing:
                                 "expected each document once")
             seen[name] = number
             _inside(path, real_root, reading, f"named on line {number} of {labels_file}")
-            if not path.is_file():
-                state = "is not a file" if path.exists() else "no such file"
-                raise MlnbError(f"{labels_file}:{number}: {path}: {state}")
+            try:
+                check_regular(path, "a document")
+            except MlnbError as error:
+                raise MlnbError(f"{labels_file}:{number}: {error}") from None
             listing.files.append(path)
             listing.labels.append(labels)
             lines.append(number)
@@ -215,21 +219,25 @@ def _listed(root: Path, labels_path: str, reading: FolderReading) -> Listing:
 
 # -- a document ----------------------------------------------------------------------------------------------
 def read_document(path: Path, encoding: str) -> str:
-    """The text of one document file: decoded strictly (a UTF-8 byte-order mark dropped); a file of
-    more than MAX_LINE_BYTES bytes, undecodable bytes or a NUL character is refused in one line."""
+    """The text of one document file: decoded strictly (a UTF-8 byte-order mark dropped); a file that is not
+    a readable regular file (a FIFO, a device), of more than MAX_LINE_BYTES bytes (read at most one byte
+    more: a file that grows is bounded too), undecodable bytes or a NUL character is refused in one line."""
     try:
-        size = path.stat().st_size
-        if size > MAX_LINE_BYTES:
-            raise MlnbError(f"{path}: a document of {size:,} bytes; expected at most {MAX_LINE_BYTES:,} (not a text "
-                            f"file? {TABLE}.extensions picks the files to read)")
-        data = path.read_bytes()
+        with open_regular(path, "a document") as file:
+            data = file.read(MAX_LINE_BYTES + 1)
     except OSError as error:
         raise MlnbError(f"{path}: cannot read ({error.strerror or error})") from None
+    if len(data) > MAX_LINE_BYTES:
+        raise MlnbError(f"{path}: a document of more than {MAX_LINE_BYTES:,} bytes; expected at most "
+                        f"{MAX_LINE_BYTES:,} (not a text file? {TABLE}.extensions picks the files to read)")
     codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
     try:
         text = data.decode(codec)
-    except UnicodeDecodeError as error:
-        raise MlnbError(f"{path}: not {encoding} text (byte {error.start:,}: {error.reason}); a binary file? set "
+    except UnicodeError as error:  # UnicodeDecodeError, or e.g. UTF-16 without its byte-order mark
+        start = getattr(error, "start", 0)
+        line = data.count(b"\n", 0, start) + 1
+        reason = getattr(error, "reason", str(error))
+        raise MlnbError(f"{path}:{line}: not {encoding} text (byte {start:,}: {reason}); a binary file? set "
                         f"{TABLE}.encoding, or {TABLE}.extensions to read only the text files") from None
     if "\x00" in text:
         raise MlnbError(f"{path}: a binary file (a NUL character at position {text.index(chr(0)):,}); expected a "

@@ -24,6 +24,8 @@ import gzip
 import lzma
 import os
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +34,8 @@ import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset, RowOrigin
 from mlnb.data.hashing import FILE_ID_SHIFT
+from mlnb.data.limits import MAX_LINE_BYTES
+from mlnb.data.regular import check_regular, open_regular
 from mlnb.data.splits import random_split_rule
 from mlnb.data.validate import check_features, check_labels, existing_file, existing_folder, place
 from mlnb.errors import MlnbError
@@ -179,8 +183,9 @@ def _as_csr(value, path: Path) -> sp.csr_matrix:
 def read_cache_file(path: Path):
     """One joblib file of fetch_rcv1's cache, read without running anything it names: numpy arrays
     (numbers, or strings), and CSR matrices given back as ``_SparseState``."""
+    raw = open_regular(path, "scikit-learn's RCV1 cache")
     try:
-        with open(path, "rb") as raw, _decompressed(raw) as stream:
+        with raw, _decompressed(raw) as stream:
             return _CacheUnpickler(stream).load()
     except _Refused as error:
         reason = str(error)
@@ -211,7 +216,7 @@ def load_rcv1(data_home: str | None = None, download_if_missing: bool = False, s
         existing_folder(os.path.expanduser(data_home), "data.rcv1.data_home")
     folder = _cache_folder(data_home)
     paths = [folder / name for name in CACHE_NAMES]
-    present = [path.is_file() for path in paths]
+    present = [path.exists() for path in paths]  # a folder or FIFO of the name is there: refused when read
     if not all(present) and any(present):  # fetch_rcv1 would joblib.load the files that are there
         raise MlnbError(f"{folder}: scikit-learn's RCV1 cache is incomplete (missing "
                         f"{', '.join(p.name for p, ok in zip(paths, present) if not ok)}); expected all of "
@@ -261,9 +266,24 @@ def _find(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="ascii", errors="replace") if path.suffix == ".gz" else \
-        open(path, encoding="ascii", errors="replace")
+@contextmanager
+def _open_text(path: Path) -> Iterator[Iterator[str]]:
+    """The lines of a LYRL2004 text file, each read at most MAX_LINE_BYTES characters at a time: a longer
+    one (a file without newlines) is refused on its line before it is held whole."""
+    check_regular(path, "LYRL2004 data")
+    with (gzip.open(path, "rt", encoding="ascii", errors="replace") if path.suffix == ".gz" else
+          open(path, encoding="ascii", errors="replace")) as file:
+        yield _bounded_lines(path, file)
+
+
+def _bounded_lines(path: Path, file) -> Iterator[str]:
+    number = 0
+    while line := file.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise MlnbError(f"{path}:{number}: a line of more than {MAX_LINE_BYTES:,} characters; expected one "
+                            "document or topic assignment per line")
+        yield line
 
 
 def _row_lines(path: Path):

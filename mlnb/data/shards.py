@@ -72,6 +72,7 @@ from mlnb.data.stream import (
     split_source,
     track_chunks,
 )
+from mlnb.data.regular import check_regular
 from mlnb.data.validate import existing_folder
 from mlnb.errors import MlnbError
 
@@ -445,11 +446,12 @@ def read_manifest(folder) -> dict:
     """The manifest of a shard folder, checked key by key (JSON only: reading it runs no code)."""
     folder = existing_folder(folder, "binary shards")
     path = folder / MANIFEST
-    if not path.is_file():
+    if not path.exists():
         partial = any(folder.glob("shard-*"))
         raise MlnbError(f"{path}: no such file" + ("; the shards are there but the manifest is not: a conversion "
                                                    "that did not finish?" if partial else
                                                    " (not a folder written by mlnb convert)"))
+    check_regular(path, "the shards' manifest")
     try:
         # parsed JSON takes several times its bytes: through the budget before it is read
         check_data_sizes(str(path), extra_bytes=JSON_MEMORY_FACTOR * path.stat().st_size, what="parsing the manifest")
@@ -514,8 +516,9 @@ JSON_MEMORY_FACTOR = 10
 def _check_file(path: Path, expected_bytes: int) -> None:
     """A shard file there, of the size the manifest gives."""
     try:
-        if not path.is_file():
+        if not path.exists():
             raise MlnbError(f"{path}: missing shard file (the manifest lists it)")
+        check_regular(path, "a shard file")
         size = path.stat().st_size
     except OSError as error:
         raise MlnbError(f"{path}: cannot read the shard file ({error.strerror or error})") from None
@@ -597,6 +600,8 @@ class ShardSource(ChunkSource):
             return None
         path = Path(self.folder) / FEATURE_NAMES
         try:
+            if path.exists():
+                check_regular(path, "the shards' feature names")
             check_data_sizes(str(path), extra_bytes=JSON_MEMORY_FACTOR * path.stat().st_size,
                              what="parsing the feature names")
             names = json.loads(path.read_text(encoding="utf-8"))

@@ -39,11 +39,12 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb import progress
+from mlnb import progress, timings
 from mlnb.data import svmlight
 from mlnb.data.files import expand_paths, file_ids, source_name
 from mlnb.data.hashing import FILE_ID_SHIFT, split_mask
 from mlnb.data.limits import MAX_DOCUMENTS
+from mlnb.data.regular import check_regular
 from mlnb.data.svmlight import SvmlightScan, join_blocks, matrices, scan_svmlight, slice_block
 from mlnb.data.svmlight_blocks import ParsedBlock
 from mlnb.data.text import (TextOptions, TextReading, fit_text, label_matrix, text_format, text_records, vectorizer,
@@ -350,8 +351,7 @@ class SvmlightSource(ChunkSource):
             raise MlnbError(f"{partition.path}: an svmlight partition is a whole file (got documents "
                             f"{partition.start}..{partition.stop})")
         path = Path(partition.path)
-        if not path.is_file():
-            raise MlnbError(f"{path}: no such file (svmlight shard {partition.number})")
+        check_regular(path, f"svmlight shard {partition.number}")  # (it may have changed since it was listed)
         current, offset = None, 0  # parsed documents, of which the first `offset` are yielded
         position = 0  # documents of the file yielded
         for parsed in svmlight.parse_file(path, self.reading):
@@ -482,8 +482,7 @@ class TextSource(ChunkSource):
         if partition.start != 0 or partition.stop is not None:
             raise MlnbError(f"{partition.path}: a text partition is a whole file")
         path = Path(partition.path)
-        if not path.is_file():
-            raise MlnbError(f"{path}: no such file (text shard {partition.number})")
+        check_regular(path, f"text shard {partition.number}")
         counter = vectorizer(self.text_options, self.vocabulary)
         position = 0
         for records in text_records(path, self.reading, chunk_size):
@@ -529,20 +528,24 @@ def track_chunks(chunks: Iterable[Chunk], total: int | None = None, description:
                  every: float = 5.0, clock: Callable[[], float] = time.monotonic) -> Iterator[Chunk]:
     """Yield the chunks, logging documents read, documents/s and (when ``total`` documents are
     expected) an ETA through :func:`mlnb.progress.log` at most every ``every`` seconds, and a last
-    line at the end. The rate counts the time spent by the consumer too: it is the pass's rate."""
+    line at the end. The rate counts the time spent by the consumer too: it is the pass's rate; before the
+    last line, only from the time after numba last compiled a kernel (``timings.WorkRate``: a first run's
+    first chunks compile the parser), so no ETA includes compiling."""
     started = last = clock()
     done = 0
+    work = timings.WorkRate(started=started, clock=clock)
 
     def line(now: float, final: bool) -> str:
         elapsed = max(now - started, 1e-9)
-        rate = done / elapsed
+        rate = done / elapsed if final else work.update(done, now)
         text = f"{description}: {done:,} documents"
         if total and not final:
             text += f" of ~{total:,}"
-        text += f", {rate:,.0f} documents/s"
+        if rate is not None:
+            text += f", {rate:,.0f} documents/s"
         if final:
             text += f", {_duration(elapsed)}"
-        elif total and rate > 0:
+        elif total and rate:
             text += f", ETA {_duration(max(total - done, 0) / rate)}"
         return text
 
@@ -551,6 +554,6 @@ def track_chunks(chunks: Iterable[Chunk], total: int | None = None, description:
         yield chunk
         now = clock()
         if now - last >= every:
-            progress.log(line(now, final=False))
+            progress.log(line(now, final=False), final=False)
             last = now
     progress.log(line(clock(), final=True))

@@ -105,31 +105,33 @@ def blocks(path: Path, block_bytes: int | None = None) -> Iterator[tuple[bytes, 
     (default BLOCK_BYTES) at a time."""
     block_bytes = block_bytes or BLOCK_BYTES
     line = 1
-    carry = b""
-    with open_binary(path) as stream:
+    pending: list[bytes] = []  # the line begun and not ended, as read: joined once it ends (one copy, not one a read)
+    held = 0
+    with open_binary(path, "svmlight data") as stream:
         while True:
             try:
                 raw = stream.read(block_bytes)
             except DECOMPRESSION_ERRORS as error:
-                complete = line - 1 + carry.count(b"\n")
                 raise MlnbError(f"{path}: not a readable svmlight file: corrupt or truncated compressed data after "
-                                f"line {complete} ({error})") from None
+                                f"line {line - 1} ({error})") from None
             if not raw:
-                if carry:
-                    yield carry, line
+                if pending:
+                    yield b"".join(pending), line
                 return
-            data = carry + raw if carry else raw
+            if b"\n" not in raw:
+                pending.append(raw)
+                held += len(raw)
+                if held > MAX_LINE_BYTES:
+                    raise _long_line(path, line, held)
+                continue
+            data = b"".join([*pending, raw]) if pending else raw
             del raw
             cut = data.rfind(b"\n")
-            if cut < 0:
-                if len(data) > MAX_LINE_BYTES:
-                    raise _long_line(path, line, len(data))
-                carry = data
-                continue
             block, carry = data[:cut + 1], data[cut + 1:]
             del data
             if len(carry) > MAX_LINE_BYTES:
                 raise _long_line(path, line + block.count(b"\n"), len(carry))
+            pending, held = ([carry] if carry else []), len(carry)
             yield block, line
             line += block.count(b"\n")
             del block

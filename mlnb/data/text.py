@@ -158,14 +158,16 @@ class Records:
 
 
 def _decode_error_line(path: Path, codec: str) -> tuple[int, str]:
-    """(line, reason) of the first byte that ``codec`` cannot decode."""
+    """(line, reason) of the first byte that ``codec`` cannot decode, the lines read in bounded pieces."""
     decoder = codecs.getincrementaldecoder(codec)()
+    number = 1
     with open_binary(path) as stream:
-        for number, raw in enumerate(stream, start=1):
+        while raw := stream.readline(MAX_LINE_BYTES + 1):
             try:
                 decoder.decode(raw)
-            except UnicodeDecodeError as error:
-                return number, error.reason
+            except UnicodeError as error:  # UnicodeDecodeError, or e.g. UTF-16 without its byte-order mark
+                return number, getattr(error, "reason", str(error))
+            number += raw.endswith(b"\n")
     return 0, "undecodable bytes"
 
 
@@ -185,7 +187,7 @@ def _text_lines(path: Path, encoding: str, table: str = "data.text") -> Iterator
         else:
             raise MlnbError(f"{path}: the file is empty")
         yield from itertools.chain(leading, bounded)
-    except UnicodeDecodeError:
+    except UnicodeError:  # UnicodeDecodeError, or e.g. UTF-16 without its byte-order mark
         line, reason = _decode_error_line(path, codec)
         raise MlnbError(f"{path}:{line}: not valid {encoding} text ({reason}); set {table}.encoding") from None
     except DECOMPRESSION_ERRORS as error:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from mlnb.data.regular import check_regular
 from mlnb.errors import MlnbError
 
 #: the largest |x| a feature value may have. float32 ends at 3.4e38: Gaussian Naive Bayes squares
@@ -188,16 +189,10 @@ def check_scores(scores, where: str = "scores", shape: tuple | None = None) -> n
 
 
 def existing_file(path, what: str) -> Path:
-    """``path`` as a Path when it is a readable file; else one line saying what it is instead
-    ('is a directory', 'no such file', 'not a regular file'), naming ``what`` was expected."""
-    path = Path(path)
-    if path.is_dir():
-        raise MlnbError(f"{path}: is a directory; expected a file ({what})")
-    if not path.exists():
-        raise MlnbError(f"{path}: no such file ({what})")
-    if not path.is_file():
-        raise MlnbError(f"{path}: not a regular file ({what})")
-    return path
+    """``path`` as a Path when it is a readable regular file; else one line saying what it is instead
+    ('is a directory', 'no such file', 'is a FIFO (named pipe), not a regular file', 'permission denied'),
+    naming ``what`` was expected (:func:`mlnb.data.regular.check_regular`)."""
+    return check_regular(path, what)
 
 
 def existing_folder(path, what: str) -> Path:

@@ -278,7 +278,7 @@ def fit_quasi_newton(sum_partial: Callable[[np.ndarray, np.ndarray], Partial], W
         if progress.is_enabled():
             progress.log(f"{label} iteration {iteration}/{max_iter}: objective {record['objective']:.8g}, max "
                          f"|gradient| {record['max_gradient']:.2e} (tol {tol:g}), {record['categories_left']} of {G} "
-                         f"still moving, {passes} passes, {record['seconds']:.1f} s")
+                         f"still moving, {passes} passes, {record['seconds']:.1f} s", final=False)
     else:
         iteration = max_iter + 1
     largest = np.zeros(G)

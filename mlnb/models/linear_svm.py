@@ -43,17 +43,24 @@ from mlnb.options import option
 LOSSES = ("squared_hinge", "hinge")
 CLASS_WEIGHTS = ("none", "balanced")
 DUALS = ("auto", "dual", "primal")
+#: bounds of C and max_iter: liblinear's primal (trust-region Newton) solver never ends once C·loss overflows
+#: (it still converges within max_iter at C = 1e90, and never ends from about C = 1e100), which
+#: max_iter does not bound; beyond 1e10 a larger C changes nothing a study could use (a hard margin)
+MAX_C = 1e10
+MAX_ITERATIONS = 100_000
 
 
 @dataclass
 class LinearSVMOptions:
-    C: float = option(1.0, "cost of margin violations: larger C, weaker regularisation", min=0,
-                      exclusive_min=True)
+    C: float = option(1.0, "cost of margin violations: larger C, weaker regularisation; at most 1e10 (far past "
+                           "a hard margin; from about 1e100 liblinear's primal solver overflows and never ends)",
+                      min=0, exclusive_min=True, max=MAX_C)
     loss: str = option("squared_hinge", "max(0, 1 − m)² or max(0, 1 − m) of the margin m", choices=LOSSES)
     class_weight: str = option("none", "'balanced': each category's positives and negatives weighted "
                                        "n / (2·count), so both classes weigh the same", choices=CLASS_WEIGHTS)
     tol: float = option(1e-4, "liblinear's stopping tolerance", min=0, exclusive_min=True)
-    max_iter: int = option(1000, "most coordinate-descent iterations per category", min=1)
+    max_iter: int = option(1000, "most coordinate-descent iterations per category, at most 100000", min=1,
+                           max=MAX_ITERATIONS)
     dual: str = option("auto", "problem solved: 'auto' (scikit-learn's choice: the dual when there are fewer "
                                "documents than features, else the primal), 'dual' or 'primal' "
                                "(the hinge loss has the dual only)", choices=DUALS)
@@ -90,7 +97,7 @@ class LinearSVM(LinearMultilabelModel, BaseEstimator):
 
     Parameters
     ----------
-    C : float > 0
+    C : float, 0 < C <= 1e10
         Cost of margin violations (inverse regularisation strength).
     loss : {"squared_hinge", "hinge"}
     class_weight : {"none", "balanced"} or None
@@ -145,8 +152,9 @@ class LinearSVM(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"dual must be one of {DUALS}, got {self.dual!r}")
         if self.loss == "hinge" and dual is False:
             raise MlnbError(_HINGE_IN_THE_DUAL)
-        if not self.C > 0:
-            raise MlnbError(f"C must be > 0, got {self.C}")
+        if not 0 < self.C <= MAX_C:
+            raise MlnbError(f"C must be > 0 and <= {MAX_C:g} (liblinear's primal solver overflows and never ends "
+                            f"from about 1e100), got {self.C}")
         if not self.tol > 0:
             raise MlnbError(f"tol must be > 0, got {self.tol}")
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):

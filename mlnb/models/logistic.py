@@ -85,8 +85,8 @@ from scipy.special import log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-from mlnb import progress
-from mlnb._csr import column_counts
+from mlnb import progress, timings
+from mlnb._csr import column_counts, value_bounds
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
 from mlnb.models import lbfgs, svrg
@@ -117,6 +117,12 @@ LINKS = {"multilabel": "sigmoid", "multiclass": "softmax"}
 SOLVERS = ("minibatch", "lbfgs", "svrg")
 #: the solvers that minimise F to a tolerance, from full passes (they share max_iter and tol)
 TO_OPTIMUM = ("lbfgs", "svrg")
+#: bounds of the options that multiply a fit's passes or memory (mlnb.budget estimates what is left within them)
+MAX_SOLVER_ITERATIONS = 100_000
+MAX_INNER_PASSES = 1_000
+MAX_LBFGS_MEMORY = 1_000
+#: svrg_step < this: the step c = η/(h + v/(m·h)) contracts along one coordinate iff η < 2 (``svrg.py``)
+MAX_SVRG_STEP = 2.0
 
 
 @dataclass
@@ -151,25 +157,55 @@ class LogisticOptions(EngineOptions):
                          "(1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁; 'svrg': variance-reduced minibatch steps "
                          "(batch_size documents) to the same optimum", choices=SOLVERS)
     max_iter: int = option(500, "solver = 'lbfgs': most L-BFGS iterations (each one or a few passes); 'svrg': most "
-                           "outer iterations (each 1 + svrg_inner_passes passes)", min=1)
+                           "outer iterations (each 1 + svrg_inner_passes passes); at most 100000 (as npasses)",
+                           min=1, max=MAX_SOLVER_ITERATIONS)
     tol: float = option(1e-6, "solver = 'lbfgs' or 'svrg': stop when every |∂F/∂θ| ≤ tol (scikit-learn's gtol; "
                         "with l1, of the minimum-norm subgradient)", min=0,
                         exclusive_min=True)
     svrg_step: float = option(0.02, "solver = 'svrg': η, the step as a share of each coordinate's inverse curvature "
-                              "bound (halved whenever an outer iteration raises the objective)", min=0,
-                              exclusive_min=True)
-    svrg_inner_passes: int = option(8, "solver = 'svrg': minibatch passes per full-gradient snapshot", min=1)
-    lbfgs_memory: int = option(10, "solver = 'lbfgs': (step, gradient change) pairs kept, 2·m·V·K float64; more "
-                               "pairs, fewer iterations (passes)", min=1)
+                              "bound (halved whenever an outer iteration raises the objective); below 2, as a step "
+                              "of 2 or more overshoots the optimum along every coordinate alone", min=0,
+                              exclusive_min=True, max=MAX_SVRG_STEP, exclusive_max=True)
+    svrg_inner_passes: int = option(8, "solver = 'svrg': minibatch passes per full-gradient snapshot, at most 1000 "
+                                    "(the snapshot's correction goes stale long before)", min=1,
+                                    max=MAX_INNER_PASSES)
+    lbfgs_memory: int = option(10, "solver = 'lbfgs': (step, gradient change) pairs kept, 2·m·V·K float64 (in the "
+                               "memory estimate); more pairs, fewer iterations (passes); at most 1000 (each "
+                               "iteration's two-loop recursion costs 4·m·V·K, more than a pass long before)",
+                               min=1, max=MAX_LBFGS_MEMORY)
 
 
 _DEFAULTS = LogisticOptions()
+
+
+def least_passes(options: EngineOptions) -> tuple[int, str]:
+    """The passes over the training documents one fit makes at least, and the option that sets them: the
+    minibatch engine's npasses (always run in full); L-BFGS's first evaluation; SVRG's first outer
+    iteration, 1 + svrg_inner_passes (fewer only when the start already meets tol)."""
+    solver = getattr(options, "solver", "minibatch")
+    if solver == "svrg":
+        return 1 + options.svrg_inner_passes, f"svrg_inner_passes = {options.svrg_inner_passes}"
+    if solver == "lbfgs":
+        return 1, ""
+    return options.npasses, f"npasses = {options.npasses}"
+
+
+def _state_per_weight(options: LogisticOptions) -> tuple[float, str]:
+    """L-BFGS's m (step, gradient change) pairs: 2·m float64 per weight of W."""
+    if options.solver != "lbfgs":
+        return 0.0, ""
+    return 16.0 * options.lbfgs_memory, f"lbfgs_memory = {options.lbfgs_memory}"
+
 
 #: a pass whose mean training loss exceeds this many times the loss of the all-prior model (W = 0,
 #: b = the training log-odds; or of the warm start, if higher) has diverged. Healthy training stays
 #: within 2×; lrate 10, far too large but still learning, reaches ~70× in its first pass; lrate 1e9
 #: gives 10^7–10^9×. The loss grows about linearly with lrate, so this fires from lrate ~10^3–10^5.
 DIVERGENCE_FACTOR = 1e4
+
+#: a divergence with training feature values beyond this names their scale, not lrate alone: word counts and
+#: TF-IDF stay below it, and at the default lrate 0.1 training diverged with every value 1e7 but not 1e5
+LARGE_FEATURE = 1e3
 
 #: seconds between two progress lines within a pass
 PROGRESS_SECONDS = 10.0
@@ -184,6 +220,22 @@ def _prior_loss(counts, n: int, link: str) -> float:
     if link == "softmax":
         return float(logsumexp(b) - N @ b / n)
     return float((N @ np.logaddexp(0.0, -b) + (n - N) @ np.logaddexp(0.0, b)) / (n * N.size))
+
+
+def lrate_too_large(lrate, X=None) -> str:
+    """What to change after a divergence: lrate, and the features' scale when the training features X (CSR,
+    if known) reach beyond ``LARGE_FEATURE``: an AdaGrad step moves each weight by about lrate, so a score
+    by about lrate·|x|, and features at their bound (1e15) diverge at any usual lrate."""
+    shown = lrate if np.ndim(lrate) else f"{lrate:g}"
+    largest = 0.0
+    if X is not None and X.nnz:
+        low, high = value_bounds(X.data)
+        largest = max(high, -low)
+    if largest > LARGE_FEATURE:
+        return (f"lrate {shown} is too large for feature values up to {largest:.3g} (a step moves a score by "
+                "about lrate × |x|): rescale the features (features.transform = 'binary' or 'log_tfidf') "
+                "or lower lrate")
+    return f"lrate {shown} is too large for these data; lower it"
 
 
 def _duration(seconds: float) -> str:
@@ -250,7 +302,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     lbfgs_memory : int
         solver = "lbfgs": pairs L-BFGS keeps (2·lbfgs_memory·V·K float64 in all).
     svrg_step : float
-        solver = "svrg": η, the step as a share of each coordinate's inverse curvature bound.
+        solver = "svrg": η, the step as a share of each coordinate's inverse curvature bound, 0 < η < 2.
     svrg_inner_passes : int
         solver = "svrg": minibatch passes per full-gradient snapshot.
     shuffle : bool
@@ -350,15 +402,16 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             raise MlnbError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if self.solver not in TO_OPTIMUM:
             return
-        for name in ("max_iter", "lbfgs_memory", "svrg_inner_passes", "batch_size"):
+        for name, most in (("max_iter", MAX_SOLVER_ITERATIONS), ("lbfgs_memory", MAX_LBFGS_MEMORY),
+                           ("svrg_inner_passes", MAX_INNER_PASSES), ("batch_size", None)):
             value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and value >= 1):
-                raise MlnbError(f"{name} must be an integer >= 1, got {value!r}")
+            if not (isinstance(value, (int, np.integer)) and 1 <= value <= (most or value)):
+                raise MlnbError(f"{name} must be an integer >= 1{f' and <= {most}' if most else ''}, got {value!r}")
         if not (isinstance(self.tol, (int, float, np.number)) and np.isfinite(self.tol) and self.tol > 0):
             raise MlnbError(f"tol must be a finite number > 0, got {self.tol!r}")
-        if not (isinstance(self.svrg_step, (int, float, np.number)) and np.isfinite(self.svrg_step)
-                and self.svrg_step > 0):
-            raise MlnbError(f"svrg_step must be a finite number > 0, got {self.svrg_step!r}")
+        if not (isinstance(self.svrg_step, (int, float, np.number)) and 0 < self.svrg_step < MAX_SVRG_STEP):
+            raise MlnbError(f"svrg_step must be a finite number > 0 and < {MAX_SVRG_STEP:g} (a step of 2 or more "
+                            f"overshoots along every coordinate alone), got {self.svrg_step!r}")
         for name in ("l1", "l2"):
             if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise MlnbError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
@@ -701,8 +754,8 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         epoch = training.passes + 1
         total = None if training.counts is None else training.counts[1]
         loss, n, nnz = 0.0, 0, 0
-        started = time.perf_counter()
-        next_report = started + PROGRESS_SECONDS
+        watch, rate = timings.Stopwatch.start(), timings.WorkRate()  # both without numba's compiling
+        next_report = watch.started + PROGRESS_SECONDS
         for X_B, Y_B in source.minibatches(training.rng if self.shuffle else None):
             m = X_B.shape[0]
             if training.b is None:  # no priors given: those of the first buffer of the stream
@@ -716,11 +769,11 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             if counting:
                 N += np.bincount(Y_B.indices, minlength=K)
             if progress.is_enabled() and time.perf_counter() >= next_report:
-                progress.log(self._format_progress(training, epoch, last_pass, n, total,
-                                                   time.perf_counter() - started))
+                progress.note(self._format_progress(epoch, last_pass, n, total, rate.update(n)))
                 next_report = time.perf_counter() + PROGRESS_SECONDS
         kernel.flush(W, updater)  # the rows untouched since their last minibatch: regularised up to now
-        seconds = time.perf_counter() - started
+        seconds, compiled = watch.stop()  # its compiling (a first run) apart: the rates are the work's
+        seconds = max(seconds, 1e-9)
         if n == 0:
             raise MlnbError(f"pass {epoch} saw no documents: the stream (make_chunks) gave no chunk")
         if counting:
@@ -730,13 +783,11 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             training.reference = max(_prior_loss(*training.counts, link), training.start_loss)
         per = n * units  # the loss is per document and category, or per document
         if kernel.weights_overflowed(W) or not np.isfinite(training.b).all():
-            raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {self.lrate} is too large "
-                            "for these data; lower it")
+            raise MlnbError(f"the weights overflowed in pass {epoch}: {self._lrate_too_large(source)}")
         if not loss / per <= DIVERGENCE_FACTOR * training.reference:
             raise MlnbError(f"training diverged in pass {epoch}: mean training loss {loss / per:.3g}, more than "
                             f"{DIVERGENCE_FACTOR:g} × the {training.reference:.3g} of the all-prior (or starting) "
-                            f"model; lrate {self.lrate if np.ndim(self.lrate) else f'{self.lrate:g}'} is too large "
-                            "for these data; lower it")
+                            f"model; {self._lrate_too_large(source)}")
         training.passes = epoch
         training.pass_seconds.append(seconds)
         self.weights_, self.bias_ = W if R is None else R * W, training.b  # with a scale, W is W′
@@ -745,19 +796,28 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         # multilabel: per document and category; multiclass: per document (K classes, one loss)
         record = {"pass": epoch, "train_loss": loss / per, "seconds": seconds,
                   "docs_per_second": n / seconds, "gflops": 4.0 * nnz * K / seconds / 1e9}
+        if compiled > 0.0:
+            record["compile_seconds"] = compiled
         if eval_set is not None:
             record["heldout_loss"] = self.mean_log_loss(*eval_set)
         self.history_.append(record)
         remaining = None if last_pass is None else (last_pass - epoch) * float(np.mean(training.pass_seconds))
-        progress.log(_format_pass(record, last_pass, remaining))
+        progress.log(_format_pass(record, last_pass, remaining), final=last_pass is None or epoch >= last_pass)
+
+    def _lrate_too_large(self, source) -> str:
+        """``lrate_too_large`` of this model, with the training features when they are in memory (a stream is
+        not read again)."""
+        return lrate_too_large(self.lrate, source.X if isinstance(source, InMemorySource) else None)
 
     @staticmethod
-    def _format_progress(training: _Training, epoch: int, last_pass, n: int, total, seconds: float) -> str:
-        """Within a long pass: documents so far, documents/s and, when the total is known, the ETA."""
-        rate = n / seconds
+    def _format_progress(epoch: int, last_pass, n: int, total, rate: float | None) -> str:
+        """Within a long pass: documents so far, documents/s and, when the total is known, the ETA; no
+        rate and no ETA before some work was timed after the kernels compiled (``timings.WorkRate``)."""
         of = "" if last_pass is None else f"/{last_pass}"
-        line = f"LR pass {epoch}{of}: {n:,} documents" + ("" if total is None else f" of {total:,}") + \
-            f", {rate:,.0f} docs/s"
+        line = f"LR pass {epoch}{of}: {n:,} documents" + ("" if total is None else f" of {total:,}")
+        if rate is None:
+            return line + " (no rate yet: the kernels were compiling)"
+        line += f", {rate:,.0f} docs/s"
         if total is not None:
             later = 0 if last_pass is None else (last_pass - epoch) * total
             line += f", ETA {_duration((total - n + later) / rate)}"
@@ -863,12 +923,14 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
 
 
 def _format_pass(record: dict, last_pass: int | None, remaining_seconds: float | None = None) -> str:
-    """One BIDMach-style line per pass (with the ETA of the passes still to run)."""
+    """One BIDMach-style line per pass (with the ETA of the passes still to run, from the passes' seconds
+    without compiling: the seconds of a pass that compiled the kernels are given apart)."""
     heldout = f", held-out loss {record['heldout_loss']:.5f}" if "heldout_loss" in record else ""
     of = "" if last_pass is None else f"/{last_pass}"
     eta = f", ETA {_duration(remaining_seconds)}" if remaining_seconds else ""
+    compiling = f" (+ {record['compile_seconds']:.2f} s compiling)" if record.get("compile_seconds") else ""
     return (f"LR pass {record['pass']}{of}: train loss {record['train_loss']:.5f}{heldout}, "
-            f"{record['seconds']:.2f} s, {record['docs_per_second']:,.0f} docs/s, "
+            f"{record['seconds']:.2f} s{compiling}, {record['docs_per_second']:,.0f} docs/s, "
             f"{record['gflops']:.2f} GFLOP/s{eta}")
 
 
@@ -920,4 +982,4 @@ KIND = ModelKind(
                        + (f", from {o.init_from}" if o.init_from else "") + ")",
     params=_params, uses=lambda o: [o.init_from] if o.init_from else [],
     fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"),
-    fits_from="minibatch", fit_streamed=_fit_streamed)
+    fits_from="minibatch", fit_streamed=_fit_streamed, least_passes=least_passes, state_per_weight=_state_per_weight)

@@ -53,7 +53,7 @@ from sklearn.base import BaseEstimator
 
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
-from mlnb.models.logistic import EngineOptions, LogisticRegression, engine_params
+from mlnb.models.logistic import EngineOptions, LogisticRegression, engine_params, least_passes
 from mlnb.models.naive_bayes import NaiveBayes
 from mlnb.models.registry import CountRequest, ModelKind
 from mlnb.options import option
@@ -182,6 +182,12 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
 
 
 # -- as a model kind of a study ----------------------------------------------------------------
+def _least_passes(options: NBLogisticOptions) -> tuple[int, str]:
+    """The pass that counts R, then the engine's passes."""
+    passes, key = least_passes(options)
+    return 1 + passes, key
+
+
 def _params(options: NBLogisticOptions) -> dict:
     return {**engine_params(options), "alpha": options.alpha, "beta": options.beta,
             "binarize": options.binarize}
@@ -211,5 +217,6 @@ KIND = ModelKind(
     describe=lambda o: f"NB-LR ({o.updater}, alpha {o.alpha:g}, beta {o.beta:g}"
                        + (", binarized" if o.binarize else "") + ")",
     params=_params, fit_arguments=_fit_arguments,
+    least_passes=_least_passes,
     fits_from="minibatch", count_request=_count_request, fit_streamed=_fit_streamed,
     requires_non_negative=lambda options: True)  # R is multinomial NB's: counts or presence

@@ -97,6 +97,14 @@ def _no_check(options, task: str) -> None:
     return None
 
 
+def _one_pass(options) -> tuple[int, str]:
+    return 1, ""
+
+
+def _no_state(options) -> tuple[float, str]:
+    return 0.0, ""
+
+
 @dataclass(frozen=True)
 class ModelKind:
     """A registered model kind.
@@ -124,6 +132,13 @@ class ModelKind:
                            estimator, from a source read in chunks (None when fits_from = "memory")
     requires_non_negative: options -> True when its input must be >= 0 (counts, presence)
     score_type           : (options, task) -> one of ``SCORE_TYPES``
+
+    What one fit costs, for the work estimate of :mod:`mlnb.work` and the memory estimate of :mod:`mlnb.budget`:
+
+    least_passes         : options -> (the least passes over its training documents one fit makes, the
+                           option that sets them as 'npasses = 2', or '' when none does)
+    state_per_weight     : options -> (bytes per weight (V·K) its solver holds besides W and the 16 bytes
+                           the estimate counts for every model, the option that sets them), e.g. L-BFGS's pairs
     """
 
     name: str
@@ -141,6 +156,8 @@ class ModelKind:
     fit_streamed: Callable[[Any, Any, dict, StreamTrainer], Any] | None = None
     requires_non_negative: Callable[[Any], bool] = _any_input
     score_type: Callable[[Any, str], str] = _log_odds
+    least_passes: Callable[[Any], tuple[int, str]] = _one_pass
+    state_per_weight: Callable[[Any], tuple[float, str]] = _no_state
 
     def __post_init__(self):
         if self.fits_from not in FITS_FROM:

@@ -120,4 +120,5 @@ class SklearnLogisticRegression(LinearMultilabelModel, BaseEstimator):
 KIND = ModelKind(
     name="sklearn_sgd", estimator=SklearnLogisticRegression, options=SklearnSGDOptions,
     help="logistic regression by scikit-learn's SGDClassifier, one category at a time (the reference)",
-    describe=lambda o: "Logistic regression (sklearn SGD, one category at a time)")
+    describe=lambda o: "Logistic regression (sklearn SGD, one category at a time)",
+    least_passes=lambda options: (options.npasses, f"npasses = {options.npasses}"))

@@ -46,9 +46,10 @@ model (every p the category's base rate), which bounds b's curvature near the op
 Σ_i p_ik = N_k, and s is concave); b's curvature is taken as at least f = ``CURVATURE_FLOOR_B`` (1 %)
 of it, because a rare category can have every p̃_ik ≈ 0 at a snapshot while its positives'
 gradients are not small, and a step of η/h_b then threw b out by orders of magnitude (at l2 = 1e-4).
-η is ``svrg_step``. An outer iteration whose snapshot has a higher F
-than the one before is rejected: the solver returns to the earlier snapshot and halves η (at most
-``MAX_REJECTIONS`` times). So F decreases from snapshot to snapshot.
+η is ``svrg_step``, below 2: along one coordinate alone, c·h_B ≥ 2 overshoots. An outer iteration whose
+snapshot has a higher F than the one before is rejected: the solver returns to the earlier snapshot and halves
+η (at most ``MAX_REJECTIONS`` times). So F decreases from snapshot to snapshot; when not even the first outer
+iteration is accepted, the solver raises rather than return its start as a fit.
 
 It stops when max |∇F| ≤ tol at a snapshot (with l1, the minimum-norm subgradient, as OWL-QN's
 pseudo-gradient; the full gradient is computed there anyway), or after ``max_iter`` outer
@@ -74,6 +75,7 @@ import scipy.sparse as sp
 from scipy.special import expit, softmax
 
 from mlnb import progress
+from mlnb.errors import MlnbError
 from mlnb.models import lbfgs
 from mlnb.models._regularisation import regularised_step
 
@@ -166,7 +168,7 @@ def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
         history.append(record)
         if iteration:
             progress.log(f"{label} iteration {iteration}/{max_iter}: objective {F:.8g}, max |∇F| {largest:.2e}, "
-                         f"step {eta:g}, {passes} passes, {record['seconds']:.1f} s")
+                         f"step {eta:g}, {passes} passes, {record['seconds']:.1f} s", final=False)
         if largest <= tol:
             converged, message = True, f"max |∇F| {largest:.2e} <= tol {tol:g}"
             break
@@ -192,6 +194,10 @@ def fit_svrg(sum_partial: Callable[[np.ndarray, np.ndarray], CurvedPartial],
                 message = f"no decrease of F after {MAX_REJECTIONS} halvings of the step"
                 break
         if rejections > MAX_REJECTIONS:
+            if iteration == 1:  # no step was ever accepted: the "model" would be the start (W0, b0), not a fit
+                raise MlnbError(f"{label} made no progress: its first outer iteration raised the objective at "
+                                f"every step tried, from svrg_step {step:g} halved {MAX_REJECTIONS} times down to "
+                                f"{2 * eta:g}; lower svrg_step")
             history[-1]["iteration"] = iteration  # the last snapshot stands
             break
     return lbfgs.Solution(W, b, iteration, converged, passes, history, message)

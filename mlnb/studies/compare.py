@@ -177,6 +177,10 @@ def default_pair(run_a: SavedRun, run_b: SavedRun | None = None) -> tuple[str, s
     else:
         names_b = list(run_b.scores)
         shared = [name for name in names_a if name in names_b]
+        if not shared:  # a pair of two unrelated names would be a guess, not the comparison asked for
+            raise MlnbError(f"{run_a.folder} (models {', '.join(names_a)}) and {run_b.folder} (models "
+                            f"{', '.join(names_b)}) have no model name in common; name the pair with "
+                            f"--model-a {names_a[0]} --model-b {names_b[0]} (a model of each run)")
         candidates = [(name, name) for name in shared] + [(a, b) for a in names_a for b in names_b if a != b]
         other = run_b
     for key_a, key_b in candidates:

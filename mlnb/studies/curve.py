@@ -27,6 +27,7 @@ from mlnb.backends import LocalBackend, open_backend
 from mlnb.data.hashing import hash_unit
 from mlnb.engine.documents import PURPOSES, Bucket
 from mlnb.study import model_labels, open_documents, run_on
+from mlnb.work import check_work, curve_work
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
 MULTICLASS_CURVE_METRICS = ("macro_auc", "accuracy", "log_loss")
@@ -36,7 +37,11 @@ def curve_metrics(task: str) -> tuple:
     return MULTICLASS_CURVE_METRICS if task == "multiclass" else CURVE_METRICS
 
 
-def training_sizes(requested: list[int], n_train: int, points: int = 8) -> list[int]:
+#: training sizes of a curve without curve.sizes (fewer where rounding makes two equal)
+DEFAULT_POINTS = 8
+
+
+def training_sizes(requested: list[int], n_train: int, points: int = DEFAULT_POINTS) -> list[int]:
     if requested:
         too_big = [s for s in requested if s > n_train]
         if too_big:
@@ -106,6 +111,7 @@ def _training_ids(train) -> np.ndarray:
 
 
 def run_curve(config: StudyConfig) -> CurveResult:
+    check_work(config, curve_work(config, len(set(config.curve.sizes)) or DEFAULT_POINTS), "curve")  # before reading
     config, train, test, _, _ = open_documents(config)
     ids = _training_ids(train)
     sizes = training_sizes(config.curve.sizes, ids.size)

@@ -32,6 +32,7 @@ by the same loop, as ``mlnb run best.toml`` would evaluate it.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -47,6 +48,7 @@ from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
 from mlnb.study import in_memory_documents, open_documents, prepare_data, run_on
+from mlnb.work import check_work, sweep_work
 
 
 def parse_params(texts: list[str]) -> dict[str, list]:
@@ -166,6 +168,9 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     if not per_category and s.metric not in summary_metrics:
         raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = -1: a summary metric ({config.task}) is "
                         f"one of {', '.join(summary_metrics)}; a per-category metric needs a category >= 0")
+    n_settings = math.prod(len(values) for values in grid.values())
+    n_settings = min(n_settings, s.random_samples) if s.random_samples else n_settings
+    check_work(config, sweep_work(config, n_settings, model), "sweep")  # the fits, before any data is read
     streamed = dataset is None and config.data.streaming
     if not streamed:
         dataset = dataset if dataset is not None else prepare_data(config)[0]
@@ -190,6 +195,7 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
                 for setting in _settings(grid, s.random_samples, config.seed)]
     for _, setting_config in settings:
         _check_keys_matter(grid, setting_config, model)
+    check_work(config, sweep_work(config, len(settings), model, [c for _, c in settings]), "sweep")  # and passes
     recorded = _summary_metrics(config)
     long_rows, n_fit, n_validation = [], None, None
     jobs = [(i, r) for i in range(len(settings)) for r in range(s.repeats)]

@@ -106,11 +106,11 @@ def one_line_error(data_config, streamed=False) -> str:
 def test_a_binary_or_undecodable_file_is_refused_naming_it(tmp_path, streamed):
     root = by_category(tmp_path / "corpus")
     (root / "sport" / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    assert one_line_error(config(path=str(root)), streamed).startswith(f"{root / 'sport' / 'image.png'}: ")
+    assert one_line_error(config(path=str(root)), streamed).startswith(f"{root / 'sport' / 'image.png'}:1: ")
     (root / "sport" / "image.png").unlink()
     (root / "science" / "latin.txt").write_bytes(b"caf\xe9")
     message = one_line_error(config(path=str(root)), streamed)
-    assert message.startswith(f"{root / 'science' / 'latin.txt'}: not utf-8 text (byte 3")
+    assert message.startswith(f"{root / 'science' / 'latin.txt'}:1: not utf-8 text (byte 3")
     assert "data.files.encoding" in message
     dataset = load_dataset(config(path=str(root), encoding="latin-1"), seed=0)  # the option that reads it
     assert dataset.n_documents == 10

@@ -103,3 +103,29 @@ def test_a_glob_of_compressed_files_and_the_hash_split(tmp_path):
     trained = sorted({"common"} | {f"word{i}" for i in range(40) if not split_mask(ids[i:i + 1], 2, 0.3)[0]})
     assert data.feature_names == trained
     assert data.place(30) == f"{tmp_path / 'p-1.csv.gz'}:7"
+
+
+@pytest.mark.parametrize("compress, message", [
+    ("gzip", r"data\.csv: looks like gzip-compressed data \(by its first bytes\), but its name does not say so; "
+             r"name it data\.csv\.gz to have it read as such$"),
+    ("bz2", r"data\.csv: looks like bzip2-compressed data .*name it data\.csv\.bz2"),
+    ("zip", r"data\.csv: looks like a zip archive .*unpack it \(mlnb reads plain, \.gz and \.bz2 files\)$"),
+])
+def test_a_compressed_file_named_as_text_is_named_so_not_an_encoding(tmp_path, compress, message):
+    import bz2
+    import gzip
+    import io
+    import zipfile
+
+    text = ("text,label\n" + "".join(f"word{i},{'a' if i % 2 else 'b'}\n" for i in range(20))).encode()
+    if compress == "zip":
+        packed = io.BytesIO()
+        with zipfile.ZipFile(packed, "w") as archive:
+            archive.writestr("data.csv", text)
+        text = packed.getvalue()
+    else:
+        text = {"gzip": gzip.compress, "bz2": bz2.compress}[compress](text)
+    (tmp_path / "data.csv").write_bytes(text)
+    with pytest.raises(MlnbError, match=message) as refused:
+        load_text_dataset(tmp_path / "data.csv", encoding="latin-1")  # latin-1 decodes any byte: still refused
+    assert "encoding" not in str(refused.value)

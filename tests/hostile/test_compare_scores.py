@@ -154,3 +154,16 @@ def test_errors_of_the_comparison_name_runs_and_models(completed, monkeypatch):
     run = load_scores(completed)
     with pytest.raises(MlnbError, match=rf"^{completed} \(model 'nb2'\) against {completed} \(model 'nb'\): scores contain NaN$"):
         compare_runs(run, "nb2", run, "nb")
+
+
+def test_runs_without_a_shared_model_name_are_refused_naming_both_runs_models(refused, completed, tmp_path):
+    """Two runs with no model name in common were paired first with first (nb against 'lr'), silently; before,
+    the second run's missing 'nb' was refused."""
+    study = tmp_path / "other.toml"
+    study.write_text(STUDY.replace("[models.nb]", "[models.lr]").replace("[models.nb2]", "[models.nb_b]"))
+    result = CliRunner().invoke(app, ["run", str(study), "--out", str(tmp_path / "runs"), "--quiet",
+                                      "--set", f"data.svmlight.path={completed.parent.parent.parent / 'data.svm'}"])
+    assert result.exit_code == 0, result.output
+    (other,) = (tmp_path / "runs" / "other").iterdir()
+    refused(f"{completed} (models nb, nb2) and {other} (models lr, nb_b) have no model name in common",
+            "--model-a nb --model-b lr", args=[completed, other], command="compare")

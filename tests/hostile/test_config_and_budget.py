@@ -146,3 +146,27 @@ def test_one_bootstrap_resample_is_refused_when_the_config_is_loaded():
     with pytest.raises(MlnbError, match=r"eval\.bootstrap = 1: a single resample gives a zero-width interval"):
         load_config(None, ["eval.bootstrap=1"])
     assert load_config(None, ["eval.bootstrap=2"]).eval.bootstrap == 2
+
+
+def test_a_confidence_level_below_float64_resolution_is_refused(refused):
+    """eval.confidence = 1e-300 gave [nan, nan] with raw RuntimeWarnings: 0.5 + 1e-300/2 is 0.5 in float64, and
+    the t/normal widening of a few positives' interval divided 0 by 0."""
+    refused("eval.confidence", ">= 1e-15", args=["--set", "data.source=synthetic", "--set", "eval.confidence=1e-300"])
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_the_least_confidence_level_gives_finite_zero_width_intervals(tmp_path, tiny_config):
+    import json
+
+    from typer.testing import CliRunner
+
+    from mlnb.cli import app
+
+    settings = ["data.source=synthetic", "data.synthetic.n_documents=600", "data.synthetic.n_features=2000",
+                "data.synthetic.n_categories=5", "eval.bootstrap=20", "eval.confidence=1e-15"]
+    result = CliRunner().invoke(app, ["run", str(tiny_config), "--out", str(tmp_path / "out"), "--quiet",
+                                      *[part for setting in settings for part in ("--set", setting)]])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(next((tmp_path / "out").rglob("summary.json")).read_text())
+    intervals = [pair for model in summary["models"].values() for pair in model["intervals"].values()]
+    assert intervals and all(low == pytest.approx(high, abs=1e-9) for low, high in intervals), intervals

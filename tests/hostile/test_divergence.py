@@ -72,3 +72,36 @@ def test_features_beyond_the_bound_are_rejected_naming_the_value():
     assert as_csr_float32(X).shape == (4, 3)
     with pytest.raises(MlnbError, match="feature value 1e\\+30 has a magnitude"):
         LogisticRegression().fit(sp.csr_matrix(np.full((4, 3), 1e30)), np.eye(4, 3, dtype=int))
+
+
+def test_cli_refuses_an_svrg_step_beyond_the_coordinate_bound(refused):
+    """svrg_step = 1e9 was halved 30 times to 0.93, every outer iteration still raised F, and the run reported
+    the starting model (W = 0, b = the priors: AUC 0.5) as the fit."""
+    refused("models.lr.svrg_step", "< 2", args=["--set", "data.source=synthetic", "--set", "models.lr.kind=logistic",
+                                                "--set", "models.lr.solver=svrg", "--set", "models.lr.svrg_step=1e9"])
+
+
+def test_svrg_that_never_lowers_the_objective_raises_naming_svrg_step():
+    """The solver itself (multiclass, where a step of 1e9 halved 30 times never lowered F): with no accepted
+    outer iteration its "solution" is the start, never a fit."""
+    from mlnb.models import svrg
+    from mlnb.models.minibatch import InMemorySource
+
+    X, Y = _data()
+    Y = sp.csr_matrix(np.eye(3, dtype=int)[np.argmax(Y + np.arange(3) * 0.1, axis=1)])
+    b0 = np.log(np.asarray(Y.sum(axis=0), dtype=np.float64).ravel() / X.shape[0])
+    source = InMemorySource(X, Y, 50)
+    with pytest.raises(MlnbError, match=r"made no progress: .* from svrg_step 1e\+09 .*; lower svrg_step"):
+        svrg.fit_svrg(lambda W, b: svrg.loss_gradient_curvature(X, Y, W, b, "softmax"), source.minibatches,
+                      np.zeros((X.shape[1], 3)), b0, 0.0, 1e-4, "softmax", batch_size=50, step=1e9, inner_passes=8,
+                      max_iter=5, tol=1e-6, rng=np.random.default_rng(0))
+
+
+def test_features_at_their_bound_that_diverge_name_the_feature_scale_not_lrate_alone():
+    """Feature values of 1e15 are accepted (the bound itself), and AdaGrad then moves a score by ~lrate × 1e15:
+    the default lrate diverged and the line blamed lrate alone, the key a user would not think of changing."""
+    X, Y = _data()
+    X.data[:] = MAX_ABS_FEATURE
+    with pytest.raises(MlnbError, match=r"diverged in pass \d: .* lrate 0\.1 is too large for feature values up to "
+                                        r"1e\+15 .* rescale the features \(features\.transform"):
+        LogisticRegression(batch_size=50, npasses=3).fit(X, Y)

@@ -37,7 +37,8 @@ from mlnb.engine.array.device import canonical
 from mlnb.engine.array.model import ArrayModel
 from mlnb.errors import MlnbError
 from mlnb.models._linear import as_csr_float32, as_label_matrix, as_one_hot, prior_log_odds
-from mlnb.models.logistic import DIVERGENCE_FACTOR, LINKS, LogisticRegression, _format_pass, _prior_loss
+from mlnb.models.logistic import (DIVERGENCE_FACTOR, LINKS, LogisticRegression, _format_pass, _prior_loss,
+                                  lrate_too_large)
 from mlnb.models.minibatch import UPDATERS, sums_shape
 
 
@@ -295,12 +296,11 @@ def fit(engine, estimator: LogisticRegression, X, Y, arguments: dict):
         if reference is None:
             reference = max(_prior_loss(N, n, link), start_loss)
         if not finite:
-            raise MlnbError(f"the weights overflowed in pass {epoch}: lrate {estimator.lrate} is too large "
-                            "for these data; lower it")
+            raise MlnbError(f"the weights overflowed in pass {epoch}: {lrate_too_large(estimator.lrate, X)}")
         if not loss / (n * units) <= DIVERGENCE_FACTOR * reference:
             raise MlnbError(f"training diverged in pass {epoch}: mean training loss {loss / (n * units):.3g}, more "
                             f"than {DIVERGENCE_FACTOR:g} × the {reference:.3g} of the all-prior (or starting) model; "
-                            f"lrate {estimator.lrate} is too large for these data; lower it")
+                            f"{lrate_too_large(estimator.lrate, X)}")
         record = {"pass": epoch, "train_loss": loss / (n * units), "seconds": seconds,
                   "docs_per_second": n / seconds, "gflops": 4.0 * X.nnz * K / seconds / 1e9}
         history.append(record)
