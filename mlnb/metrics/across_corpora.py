@@ -17,8 +17,9 @@ C = 1 and it is Demšar's formula. Iman & Davenport (1980): χ²_F is undesirabl
 
     F_F = (N − 1) χ²_F / (N(k − 1) − χ²_F)       ~ F(k − 1, (k − 1)(N − 1))
 
-is the p-value reported first. (When every corpus ranks the models alike, χ²_F = N(k − 1) and
-F_F is infinite: p = 0.)
+is the p-value reported first. F_F is undefined (``FriedmanResult.undefined`` says why; NaN, no
+verdict) with fewer than ``MIN_CORPORA`` = 3 corpora, and when every corpus ranks the models alike:
+then χ²_F = N(k − 1) and its denominator is 0.
 
 **Nemenyi (1963)** post-hoc test: two models differ when their average ranks differ by at least
 the critical difference
@@ -53,8 +54,12 @@ from scipy import stats
 
 from mlnb.metrics.significance import holm
 
-__all__ = ["FriedmanResult", "SignedRankResult", "average_ranks", "critical_difference", "friedman_from_ranks",
-           "friedman_test", "nemenyi_q", "pairwise_tests", "rank_table", "signed_rank_test"]
+__all__ = ["MIN_CORPORA", "FriedmanResult", "SignedRankResult", "average_ranks", "critical_difference",
+           "friedman_from_ranks", "friedman_test", "nemenyi_q", "pairwise_tests", "rank_table", "signed_rank_test"]
+
+#: the fewest corpora for Iman-Davenport's F_F and Nemenyi's CD: with 2, two corpora that rank the models alike
+#: make F_F infinite, and at α = 0.05 Nemenyi's CD exceeds the largest possible rank difference k − 1
+MIN_CORPORA = 3
 
 #: the largest N whose signed-rank distribution is enumerated exactly (as scipy's "auto" method)
 EXACT_SIGNED_RANK_MAX = 50
@@ -87,9 +92,10 @@ class FriedmanResult:
     average_ranks: np.ndarray  # (k,)
     chi2: float  # χ²_F (tie-corrected when tie_correction)
     chi2_p_value: float
-    f_statistic: float  # Iman-Davenport F_F
-    f_p_value: float
+    f_statistic: float  # Iman-Davenport F_F (NaN when undefined)
+    f_p_value: float  # NaN when undefined
     df: tuple  # (k − 1, (k − 1)(N − 1)) of F_F
+    undefined: str = ""  # why F_F (and so a verdict) is undefined, or ""
 
 
 def friedman_from_ranks(average: np.ndarray, n_corpora: int, tie_factor: float = 1.0) -> FriedmanResult:
@@ -100,12 +106,18 @@ def friedman_from_ranks(average: np.ndarray, n_corpora: int, tie_factor: float =
     chi2 = max(chi2, 0.0) / tie_factor if tie_factor > 0 else 0.0  # every model tied everywhere: no evidence
     denominator = N * (k - 1) - chi2
     df = (k - 1, (k - 1) * (N - 1))
-    if denominator <= 1e-12 * N * k:  # every corpus ranks the models alike
-        f_statistic, f_p = np.inf, 0.0
+    undefined = ""
+    if N < MIN_CORPORA:
+        undefined = f"it needs at least {MIN_CORPORA} corpora, and there are {N}"
+    elif denominator <= 1e-12 * N * k:
+        undefined = "every corpus ranks the models alike, so its denominator N(k − 1) − χ²_F is 0"
+    if undefined:
+        f_statistic = f_p = np.nan
     else:
         f_statistic = (N - 1) * chi2 / denominator
         f_p = float(stats.f.sf(f_statistic, *df))
-    return FriedmanResult(N, k, R, float(chi2), float(stats.chi2.sf(chi2, k - 1)), float(f_statistic), f_p, df)
+    return FriedmanResult(N, k, R, float(chi2), float(stats.chi2.sf(chi2, k - 1)), float(f_statistic), f_p, df,
+                          undefined)
 
 
 def friedman_test(values, higher_is_better: bool = True, tie_correction: bool = True) -> FriedmanResult:

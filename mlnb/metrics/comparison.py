@@ -1,7 +1,9 @@
 """Paired per-category comparison of two models' AUCs on the same test documents, and its verdict.
 
-For every category: DeLong's test of AUC_a − AUC_b (``mlnb.metrics.significance``),
-p-values Holm-corrected over the categories where the test is defined; then
+For every category: DeLong's test of AUC_a − AUC_b (``mlnb.metrics.significance``), or where
+its positives (or negatives) are few the exact paired permutation test (``auc_permutation``;
+column ``test`` of the table says which), p-values Holm-corrected over the categories where the
+test is defined; then
 counts of categories won / tied / lost by model a (won = significantly higher
 at ``alpha`` after Holm) and, as in Yang & Liu (1999), a sign test over the
 raw per-category differences. With ``n_boot`` resamples, the paired bootstrap
@@ -13,10 +15,11 @@ correctness can be attached (``mcnemar``).
 **Verdict** (``Comparison.verdict``), the same for multilabel and multiclass tasks:
 
 1. the paired bootstrap interval of macro AUC_a − macro AUC_b, where computed: a winner when
-   it excludes 0;
-2. otherwise the sign test, where it has power: with t untied categories its smallest
-   two-sided p is 2 · 2^−t, so below alpha = 0.05 it needs t ≥ 6 — with fewer categories the
-   verdict says that it cannot reject, instead of "no clear winner";
+   it excludes 0, else none — it decides alone, the tests below are not consulted;
+2. without that interval (no bootstrap, or scores not in memory), the sign test, where it has
+   power: with t untied categories its smallest two-sided p is 2 · 2^−t, so below alpha = 0.05
+   it needs t ≥ 6 — with fewer categories the verdict says that it cannot reject, instead of
+   "no clear winner";
 3. otherwise DeLong + Holm: a winner when some categories are significantly better for one
    model and none for the other ("higher in k categories, lower in none").
 """
@@ -29,7 +32,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from mlnb.metrics.significance import holm, McNemarResult, SignTestResult, delong_tests, sign_test
+from mlnb.metrics.significance import holm, McNemarResult, SignTestResult, auc_difference_tests, sign_test
 from mlnb.metrics.uncertainty import paired_bootstrap_intervals
 
 
@@ -87,11 +90,19 @@ class Comparison:
                 "no_significant_difference": int((defined & ~self.significant).sum()),
                 "not_testable": int((~defined).sum())}
 
+    def tests_used(self) -> dict:
+        """How many testable categories got each test: {"delong": …, "permutation": …} (a table without
+        column ``test`` is DeLong's throughout)."""
+        defined = self.table["p_value"].notna()
+        tests = self.table["test"] if "test" in self.table else pd.Series("delong", index=self.table.index)
+        return {name: int((tests[defined] == name).sum()) for name in ("delong", "permutation")}
+
     def summary(self) -> dict:
         summary = {"a": self.name_a, "b": self.name_b, "model_a": self.label_a, "model_b": self.label_b,
                    "alpha": self.alpha, **self.counts(),
                    "sign_test": {"a_higher": self.sign.wins, "b_higher": self.sign.losses,
-                                 "ties": self.sign.ties, "p_value": self.sign.p_value}}
+                                 "ties": self.sign.ties, "p_value": self.sign.p_value},
+                   "tests": self.tests_used()}
         if self.macro_interval is not None:
             summary["macro_auc_difference"] = {"estimate": self.macro_difference, "low": self.macro_interval[0],
                                                "high": self.macro_interval[1], "level": self.level,
@@ -110,7 +121,8 @@ def compare_scores(Y_test, scores_a, scores_b, category_names, train_positives, 
                    alpha: float = 0.05, name_a: str = "a", name_b: str = "b",
                    mcnemar: McNemarResult | None = None, exclude=None, n_boot: int = 0, seed: int = 0,
                    level: float = 0.95) -> Comparison:
-    """DeLong per category (a − b), Holm over categories, sign test over the differences, and with
+    """DeLong per category (a − b; the permutation test where positives or negatives are few:
+    ``significance.auc_difference_tests``), Holm over categories, sign test over the differences, and with
     ``n_boot`` > 0 the paired bootstrap interval of the macro AUC difference.
 
     mcnemar : McNemar's test of the two models' per-document correctness
@@ -119,8 +131,8 @@ def compare_scores(Y_test, scores_a, scores_b, category_names, train_positives, 
               either model scores there is no evidence about the models); their rows stay, untested
     n_boot, seed, level : of the paired bootstrap (0: none)
     """
-    comparison = comparison_from_tests(delong_tests(Y_test, scores_a, scores_b), category_names, train_positives,
-                                       label_a, label_b, alpha, name_a, name_b, mcnemar, exclude)
+    comparison = comparison_from_tests(auc_difference_tests(Y_test, scores_a, scores_b), category_names,
+                                       train_positives, label_a, label_b, alpha, name_a, name_b, mcnemar, exclude)
     if n_boot:
         columns = [np.reshape(v, (-1, 1)) if not sp.issparse(v) and np.ndim(v) == 1 else v
                    for v in (Y_test, scores_a, scores_b)]  # one category given as vectors
@@ -134,10 +146,12 @@ def comparison_from_tests(delong_table, category_names, train_positives, label_a
                           alpha: float = 0.05, name_a: str = "a", name_b: str = "b",
                           mcnemar: McNemarResult | None = None, exclude=None) -> Comparison:
     """``compare_scores`` from the per-category DeLong table already computed (e.g. column by column
-    by ``delong_tests_by_column``)."""
+    by ``auc_difference_tests_by_column``)."""
     table = delong_table.reset_index(drop=True)
     if exclude is not None and len(exclude):
         table.loc[np.asarray(exclude), ["difference", "z", "p_value"]] = np.nan
+        if "test" in table:
+            table.loc[np.asarray(exclude), "test"] = "none"
         table["p_holm"] = holm(table["p_value"].to_numpy())
     table.insert(0, "category", np.arange(len(table)))
     table.insert(1, "name", list(category_names))

@@ -68,6 +68,12 @@ categories and n_i a document's labels among them:
   LRAP_i = (1/K')[H_K' + (n_i − 1)/(K' − 1)·(K' − H_K')],
   coverage_i = n_i (K' + 1) / (n_i + 1), ranking loss_i = ½;
   ``n_no_positive_predictions`` = Σ_k (1 − q_k)^n over evaluable categories.
+* ``prior``: the ranking of the ``prior_baseline`` model, every document scored by its category's
+  training prior (b_k = log((N_k + ½)/(N̄_k + ½)), W = 0: an order by q_k): AUC = 0.5 in every
+  category, but pooled over categories it ranks the frequent categories' pairs first, so its micro
+  AUC is well above ½ wherever category frequencies differ: its micro AUC, micro AP and P@k are
+  what a model's micro metrics must beat.
+  Only its rank metrics (``_prior_ranking``); its decisions depend on the run's rule.
 """
 
 from __future__ import annotations
@@ -127,7 +133,7 @@ class Evaluation:
                    negative test document, or excluded by the caller)
     calibration  : reliability table over all (document, category) pairs: for each bin of
                    predicted probability, its count, mean prediction and observed positive rate
-    baselines    : {"always_no": {...}, "prevalence_random": {...}}, each with the summary's
+    baselines    : {"always_no": {...}, "prevalence_random": {...}, "prior": {...}}, with the summary's
                    metric keys, for trivial classifiers on the same labels (module docstring)
     """
 
@@ -409,12 +415,15 @@ def evaluate(Y_true, scores: np.ndarray, category_names=None, threshold: float =
              roc_points: int = 101, curve_categories=None, top_k: int = 2,
              n_threads: int | None = None, *, decisions=None, probability_scores=None,
              exclude=None, train_prevalence=None, Y_train=None, untrainable: str = "exclude") -> Evaluation:
-    """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1).
+    """All metrics of decision ``scores`` (n × K log-odds) against ``Y_true`` (n × K, 0/1), one-vs-rest
+    (the public ``mlnb.evaluate`` is ``mlnb.metrics.tasks.evaluate``, which also takes a ``task``).
 
     Given the training labels ``Y_train``, the categories without a training positive or negative
     are treated as a run treats them (``untrainable``, a run's ``eval.untrainable``), so that
     ``evaluate(Y_test, model.decision_function(X_test), names, Y_train=Y_train)`` gives a run's
-    numbers on the same split.
+    numbers on the same split: its rank and probability metrics, and its decision metrics where the run
+    decided by ``eval.decision = "fixed"`` (a run's default rule, pcut, is ``decisions`` from
+    ``mlnb.decision``).
 
     curve_categories : category indices whose exact ROC curves to keep (None: all)
     top_k : k of the summary's ``precision_at_k``
@@ -673,4 +682,36 @@ def _baselines(n_pos: np.ndarray, n: int, evaluable: np.ndarray, pooled: np.ndar
         "coverage_error": float(coverage.mean()) if ranked else nan,
         "label_ranking_loss": float(0.5 * between.mean()) if ranked else nan,
     }
-    return {"always_no": always_no, "prevalence_random": prevalence_random}
+    return {"always_no": always_no, "prevalence_random": prevalence_random,
+            "prior": _prior_ranking(n_pos, n, evaluable, pooled, q, top_k)}
+
+
+def _prior_ranking(n_pos: np.ndarray, n: int, evaluable: np.ndarray, pooled: np.ndarray, q: np.ndarray,
+                   top_k: int) -> dict:
+    """The rank metrics of the ``prior`` baseline (module docstring): every document scored q_k in
+    category k, tied within a category. Pooled over the categories, those scores rank the frequent
+    categories' pairs first, so its micro AUC is above ½:
+
+        micro AUC = Σ_k P_k (Σ_{j: q_j < q_k} N_j + ½ Σ_{j: q_j = q_k} N_j) / (P N)
+
+    (P_k, N_k a pooled category's test positives and negatives, P, N their sums); micro AP is
+    scikit-learn's over the tied groups, Σ_t (P_t / P)·(cumulative P up to t)/(cumulative P + N up
+    to t), the groups t of equal q in decreasing q; P@k counts the top k pooled categories in
+    (decreasing q, increasing index) order, as ``precision_at_k`` breaks ties."""
+    nan = float("nan")
+    columns = np.flatnonzero(pooled)
+    positives, negatives = n_pos[columns].astype(np.float64), (n - n_pos[columns]).astype(np.float64)
+    P, N = positives.sum(), negatives.sum()
+    macro_auc = 0.5 if evaluable.any() else nan
+    if not (n and columns.size and P and N):
+        return {"macro_auc": macro_auc, "micro_auc": nan, "micro_average_precision": nan, "precision_at_k": nan}
+    levels, group = np.unique(q[columns], return_inverse=True)  # increasing q
+    group_pos = np.bincount(group, weights=positives, minlength=levels.size)
+    group_neg = np.bincount(group, weights=negatives, minlength=levels.size)
+    below = np.cumsum(group_neg) - group_neg
+    micro_auc = float(np.sum(group_pos * (below + 0.5 * group_neg)) / (P * N))
+    down_pos, down_all = np.cumsum(group_pos[::-1]), np.cumsum((group_pos + group_neg)[::-1])
+    micro_ap = float(np.sum(group_pos[::-1] / P * down_pos / down_all))
+    top = columns[np.lexsort((columns, -q[columns]))][:top_k]
+    return {"macro_auc": macro_auc, "micro_auc": micro_auc, "micro_average_precision": micro_ap,
+            "precision_at_k": float(n_pos[top].sum() / (n * top_k))}

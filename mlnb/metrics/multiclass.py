@@ -154,8 +154,8 @@ def class_log_odds(J, dtype=np.float64) -> np.ndarray:
     return L
 
 
-def _true_classes(Y_true, n: int, K: int) -> np.ndarray:
-    """(n,) class index from 1-D labels or an n × K one-hot matrix (sparse or dense)."""
+def _true_classes(Y_true, n: int, K: int, name: str = "Y_true") -> np.ndarray:
+    """(n,) class index from 1-D labels or an n × K one-hot matrix (sparse or dense); errors name ``name``."""
     if sp.issparse(Y_true):
         Y = sp.csr_matrix(Y_true, copy=True)
         Y.eliminate_zeros()
@@ -163,21 +163,21 @@ def _true_classes(Y_true, n: int, K: int) -> np.ndarray:
         Y = np.asarray(Y_true)
         if Y.ndim == 1:
             if Y.shape[0] != n:
-                raise MlnbError(f"Y_true has {Y.shape[0]} labels but J has {n} rows")
+                raise MlnbError(f"{name} has {Y.shape[0]} labels but J has {n} rows")
             if not (np.issubdtype(Y.dtype, np.number) or Y.dtype == bool) or \
                     (Y.size and not np.all(np.equal(np.mod(Y, 1), 0))):
-                raise MlnbError("Y_true labels must be integer class indices 0..K-1")
+                raise MlnbError(f"{name} labels must be integer class indices 0..K-1")
             y = Y.astype(np.int64)
             if y.size and (y.min() < 0 or y.max() >= K):
-                raise MlnbError(f"Y_true labels must be class indices 0..{K - 1}, found {y.min()}..{y.max()}")
+                raise MlnbError(f"{name} labels must be class indices 0..{K - 1}, found {y.min()}..{y.max()}")
             return y
         Y = sp.csr_matrix(Y != 0)
     if Y.shape != (n, K):
-        raise MlnbError(f"Y_true has shape {Y.shape} but J has shape {(n, K)}")
+        raise MlnbError(f"{name} has shape {Y.shape} but J has shape {(n, K)}")
     per_row = np.diff(Y.indptr)
     if np.any(per_row != 1):
         row = int(np.flatnonzero(per_row != 1)[0])
-        raise MlnbError(f"row {row} of Y_true has {per_row[row]} classes; a single-label task needs "
+        raise MlnbError(f"row {row} of {name} has {per_row[row]} classes; a single-label task needs "
                         "exactly one per document")
     return Y.indices.astype(np.int64)
 
@@ -216,7 +216,7 @@ def evaluate_multiclass(Y_true, J, class_names=None, threshold: float = 0.5, roc
     one_hot = sp.csr_matrix((np.ones(n, dtype=np.int8), y, np.arange(n + 1)), shape=(n, K))
     base = evaluate(one_hot, class_log_odds(J), class_names, threshold=threshold, roc_points=roc_points,
                     curve_categories=curve_categories, top_k=top_k, n_threads=n_threads,
-                    probability_scores=probability_scores, exclude=exclude, train_prevalence=train_prevalence)
+                    probability_scores=probability_scores, exclude=exclude, train_prevalence=train_prevalence)  # one-vs-rest, of the class log-odds
 
     predicted = J.argmax(axis=1)  # (n,) first maximum, as np.argmax / sklearn's predict
     confusion = np.bincount(y * K + predicted, minlength=K * K).reshape(K, K).astype(np.int64)

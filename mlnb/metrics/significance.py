@@ -38,6 +38,11 @@ difference with zero variance gives z = ±inf, p = 0). Without positives or
 negatives everything is NaN; with a single positive (or negative) the AUCs are
 defined but S10 (or S01) is not, so the variance, z and p are NaN.
 
+The normal z holds only when both classes are large. The comparison tables
+(``auc_difference_tests``) give a category with at most ``auc_permutation.PERMUTATION_MAX``
+positives (or negatives) the exact paired permutation test of ``mlnb.metrics.auc_permutation``
+instead, and say which test each category got.
+
 **Holm (1979)** step-down adjustment of M p-values sorted p_(1) ≤ … ≤ p_(M):
 
     p̃_(i) = max_{j ≤ i} min(1, (M − j + 1) p_(j))
@@ -76,6 +81,7 @@ from scipy.stats import binomtest, chi2, norm
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics._delong import column_blocks, component_columns, paired_statistics
+from mlnb.metrics.auc_permutation import PERMUTATION_MAX, permutation_p_values
 from mlnb.metrics.ranking import _positives_by_column
 
 
@@ -182,6 +188,17 @@ def _dense_scores(scores, name: str) -> np.ndarray:
     return s
 
 
+def _paired_columns(Y_true, scores_a, scores_b):
+    """(scores_a, scores_b (n × K, checked), indptr, indices: each category's positives) for the kernels."""
+    a, b = _dense_scores(scores_a, "scores_a"), _dense_scores(scores_b, "scores_b")
+    Y = sp.csc_array(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+    if a.shape != b.shape or Y.shape != a.shape:
+        raise MlnbError(f"Y_true {Y.shape}, scores_a {a.shape} and scores_b {b.shape} must have one shape")
+    binary_labels(Y, "Y_true")  # 0/1: the kernels read every nonzero as a positive
+    return a, b, *_positives_by_column(Y if sp.issparse(Y) else Y.astype(bool), a.shape[1])
+
+
 def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
     """DeLong's test for every category (column) of n × K labels and scores.
 
@@ -190,14 +207,20 @@ def delong_tests(Y_true, scores_a, scores_b, categories=None) -> pd.DataFrame:
     ``Y_true`` may be scipy sparse or dense 0/1; ``categories`` names the rows.
     All categories at once, in parallel (``_delong``).
     """
-    a, b = _dense_scores(scores_a, "scores_a"), _dense_scores(scores_b, "scores_b")
-    Y = sp.csc_array(Y_true) if sp.issparse(Y_true) else np.asarray(Y_true)
-    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
-    if a.shape != b.shape or Y.shape != a.shape:
-        raise MlnbError(f"Y_true {Y.shape}, scores_a {a.shape} and scores_b {b.shape} must have one shape")
-    binary_labels(Y, "Y_true")  # 0/1: the kernels read every nonzero as a positive
-    indptr, indices = _positives_by_column(Y if sp.issparse(Y) else Y.astype(bool), a.shape[1])
+    a, b, indptr, indices = _paired_columns(Y_true, scores_a, scores_b)
     return _delong_table(paired_statistics(a, b, indptr, indices), a.shape[1], categories)
+
+
+def auc_difference_tests(Y_true, scores_a, scores_b, categories=None,
+                         permutation_max: int = PERMUTATION_MAX) -> pd.DataFrame:
+    """``delong_tests``, except that a category whose smaller class (positives or negatives) has 2 to
+    ``permutation_max`` documents gets the exact paired permutation test's p (``auc_permutation``),
+    where DeLong's normal z rejects too often; column ``test`` names each row's test ("delong",
+    "permutation", or "none" where neither is defined), and Holm runs over the mixed p-values. The
+    columns variance and z stay DeLong's. The comparisons of a study (``comparison.compare_scores``)."""
+    a, b, indptr, indices = _paired_columns(Y_true, scores_a, scores_b)
+    return _delong_table(paired_statistics(a, b, indptr, indices), a.shape[1], categories,
+                         permutation_p_values(a, b, indptr, indices, permutation_max))
 
 
 def delong_tests_by_column(column, K: int, categories=None, work=None) -> pd.DataFrame:
@@ -206,15 +229,36 @@ def delong_tests_by_column(column, K: int, categories=None, work=None) -> pd.Dat
     the categories are read in blocks of at most ``_delong.COLUMN_BLOCK_BYTES`` of scores, each
     block tested in parallel; ``work``: each category's ``ranking.column_work`` where known
     beforehand (blocks of even work)."""
+    return _tests_by_column(column, K, categories, work, None)
+
+
+def auc_difference_tests_by_column(column, K: int, categories=None, work=None,
+                                   permutation_max: int = PERMUTATION_MAX) -> pd.DataFrame:
+    """``auc_difference_tests`` column by column, as ``delong_tests_by_column``: the same table."""
+    return _tests_by_column(column, K, categories, work, permutation_max)
+
+
+def _tests_by_column(column, K: int, categories, work, permutation_max: int | None) -> pd.DataFrame:
     statistics = np.empty((K, 3))
+    permutation_p = None if permutation_max is None else np.empty(K)
     for block, indptr, indices, (a, b) in column_blocks(column, K, work=work):
         statistics[block] = paired_statistics(a, b, indptr, indices, category_major=True)
-    return _delong_table(statistics, K, categories)
+        if permutation_p is not None:
+            permutation_p[block] = permutation_p_values(a, b, indptr, indices, permutation_max, category_major=True)
+    return _delong_table(statistics, K, categories, permutation_p)
 
 
-def _delong_table(statistics: np.ndarray, K: int, categories) -> pd.DataFrame:
+def _delong_table(statistics: np.ndarray, K: int, categories, permutation_p=None) -> pd.DataFrame:
+    """The DeLong table; with ``permutation_p`` ((K,), NaN where not applied) those p-values replace
+    DeLong's and column ``test`` says which test each row got."""
     table = _test_columns(statistics, pd.Index(range(K) if categories is None else list(categories),
                                                name="category"))
+    if permutation_p is not None:
+        permuted = ~np.isnan(permutation_p)
+        p_value = table["p_value"].to_numpy().copy()
+        p_value[permuted] = permutation_p[permuted]
+        table["p_value"] = p_value
+        table["test"] = np.where(permuted, "permutation", np.where(np.isnan(p_value), "none", "delong"))
     table["p_holm"] = holm(table["p_value"].to_numpy())
     return table
 

@@ -627,7 +627,7 @@ def _covering_grid(low: float, high: float, bins: int) -> Grid:
 
 def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 101, curve_categories=(),
                      n_threads: int | None = None, *, train_prevalence=None,
-                     micro_bins: int = MICRO_BINS) -> Evaluation:
+                     micro_bins: int = MICRO_BINS, decided_in_column=None) -> Evaluation:
     """``evaluate`` of a spilled test set, one category column at a time (module docstring).
 
     The arguments are those of ``evaluate`` that do not shape the running sums (threshold,
@@ -635,6 +635,9 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
     ``curve_categories`` defaults to none (every exact curve would hold ~n points per category,
     O(n·K) memory); ``summary`` has two more keys, ``micro_auc_max_error`` and
     ``micro_average_precision_max_error``, the bounds of the binned micro AUC and AP.
+    ``decided_in_column(k, scores)``, if given, decides each category from its whole column (the
+    documents it accepts, e.g. ``DecisionRule.decided_in_column`` of pcut, which ranks a category's
+    documents at once): precision, recall and F1 count its decisions instead of the spill's.
     Memory: O(n) per thread for one column (its sort and curve) + 2·(micro_bins + 2) counts per
     thread; the scores are read from the memory-mapped file.
     """
@@ -657,12 +660,16 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
     micro_grid = _covering_grid(*sums.score_range, int(micro_bins))
     histograms = {}  # thread id -> (positives, negatives) of the pooled scores
     lock = threading.Lock()
+    predicted, tp = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)  # decided_in_column's counts
 
     def work(k: int):
         z = spill.scores_column(k)
         positions = np.asarray(spill.positives(k))
         y = np.zeros(n, dtype=bool)
         y[positions] = True
+        if decided_in_column is not None:  # each k written by one thread only
+            accepted = decided_in_column(k, z)
+            predicted[k], tp[k] = accepted.size, np.count_nonzero(y[accepted])
         # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
         result = curve_parts(rank_curve(y, z), grid, k in keep)
         if pooled[k]:
@@ -691,6 +698,8 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
     pooled_metrics = {"micro_auc": micro_auc, "micro_average_precision": micro_ap, **sums.pooled_metrics()}
     labels_per_document = np.repeat(np.arange(K + 1), sums.labels_histogram)
     decided = None if sums.decided is None else (sums.decided[0], sums.decided[1])
+    if decided_in_column is not None:
+        decided = (predicted, tp)
     evaluation = assemble_evaluation(n, names, sums.pointwise, decided, ranked, keep, grid, sums.reliability,
                                      pooled_metrics, sums.reasons, pooled, q, labels_per_document, sums.top_k)
     evaluation.summary["micro_auc_max_error"] = micro_auc_error

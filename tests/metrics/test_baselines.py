@@ -105,3 +105,22 @@ def test_train_prevalence_is_checked(scored):
         evaluate(Y, scores, train_prevalence=Q[:3])
     with pytest.raises(MlnbError, match=r"train_prevalence must hold values in \[0, 1\]"):
         evaluate(Y, scores, train_prevalence=Q * 2)
+
+
+@pytest.mark.parametrize("options", [{}, {"top_k": 3}, {"exclude": [0, 3]}])
+def test_prior_baseline_row_is_the_prior_baseline_model_evaluated(scored, options):
+    """The ``prior`` row's rank metrics are exactly those of the ``prior_baseline`` model (b the
+    smoothed training log-odds, W = 0) fitted on the training labels and evaluated like any model;
+    its micro AUC is far above the trivial baselines' ½ (the frequent categories' pairs rank first)."""
+    from mlnb.models.prior import PriorBaseline
+
+    Y, scores = scored
+    rng = np.random.default_rng(5)
+    Y_train = rng.random((1000, 7)) < np.array([0.35, 0.2, 0.1, 0.1, 0.03, 0.0, 1.0])
+    Y_train[:, 3] = np.roll(Y_train[:, 2], 1)  # two categories with one training count: tied priors
+    prior = PriorBaseline().fit(np.eye(1000, 4), Y_train).decision_function(np.eye(len(Y), 4))
+    row = evaluate(Y, scores, Y_train=Y_train, **options).baselines["prior"]
+    model = evaluate(Y, prior, Y_train=Y_train, **options).summary
+    for key in ("macro_auc", "micro_auc", "micro_average_precision", "precision_at_k"):
+        assert row[key] == pytest.approx(model[key], abs=1e-12), key
+    assert row["micro_auc"] > 0.6

@@ -260,3 +260,65 @@ def test_a_rank_curve_made_by_hand_needs_tp_and_fp_of_one_length():
     curve = RankCurve(thresholds=np.array([np.inf, 1.0]), tp=np.array([0, 1]), fp=np.array([0]), n_pos=1, n_neg=1)
     with pytest.raises(MlnbError, match="tp and fp of one length"):
         auc_from_curve(curve)
+
+
+@pytest.fixture(scope="module")
+def multiclass_runs():
+    """A multiclass run of two models on 4 overlapping classes (plus class 4, absent from training):
+    (runs, Y_train, Y_test, y_test, names)."""
+    import warnings
+
+    from mlnb.config import load_config
+    from mlnb.study import run_models
+
+    rng = np.random.default_rng(0)
+    n, V, K = 900, 300, 5
+    y = rng.integers(0, K - 1, n)
+    y[-20:] = K - 1  # test documents of a class the models never trained on
+    rates = rng.gamma(0.5, 1.0, V) * rng.lognormal(0, 0.3, (K, V))
+    X = sp.csr_matrix(rng.poisson(rates[y] * 0.1))
+    Y = sp.csr_matrix(np.eye(K, dtype=np.int8)[y])
+    config = load_config("configs/iris.toml", ["eval.bootstrap=0", "models.lr.npasses=2",
+                                               "models.gnb.event_model=multinomial"])
+    names = [f"c{k}" for k in range(K)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the untrained class
+        runs = run_models(config, X[:600], Y[:600], X[600:], Y[600:], names)
+    return runs, Y[:600], Y[600:], y[600:], names
+
+
+def test_multiclass_scores_with_task_multiclass_give_the_runs_numbers(multiclass_runs):
+    """The issue: a multiclass model's scores read as multilabel log-odds gave NB macro AUC 0.5656,
+    F1 0 and log loss 35 where the run said 0.8928, silently."""
+    runs, Y_train, Y_test, y_test, names = multiclass_runs
+    for run in runs:
+        for labels in (Y_test, y_test):  # one-hot rows or class indices
+            ours = evaluate(labels, run.scores, names, Y_train=Y_train, task="multiclass").summary
+            for key in ("macro_auc", "micro_auc", "accuracy", "macro_f1", "log_loss", "balanced_accuracy",
+                        "n_evaluable", "n_excluded_by_caller"):
+                assert ours[key] == run.evaluation.summary[key], (run.name, key)
+    assert run.evaluation.summary["n_excluded_by_caller"] == 1  # the class without training documents
+
+
+def test_class_indices_are_read_as_multiclass(multiclass_runs):
+    runs, Y_train, Y_test, y_test, names = multiclass_runs
+    assert evaluate(y_test, runs[0].scores).summary == evaluate(Y_test, runs[0].scores, task="multiclass").summary
+
+
+def test_one_label_per_document_without_task_is_refused_in_one_line(multiclass_runs):
+    runs, Y_train, Y_test, y_test, names = multiclass_runs
+    with pytest.raises(MlnbError, match=r"^Y_true has exactly one label per document: pass task='multiclass' .* "
+                                        r"or task='multilabel' .*log-odds$"):
+        evaluate(Y_test, runs[0].scores)
+    assert "task" not in evaluate(Y_test, runs[0].scores, task="multilabel").summary  # one-vs-rest, as asked
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"task": "binary"}, r"task must be one of \('multilabel', 'multiclass'\), got 'binary'"),
+    ({"task": "multiclass", "decisions": np.eye(3)}, "decisions: with task='multiclass' the argmax .* decides"),
+    ({"task": "multiclass", "Y_train": np.array([0, 1, 3])}, r"Y_train labels must be class indices 0..2"),
+    ({"task": "multiclass", "Y_train": np.eye(4)[:, :3]}, r"row 3 of Y_train has 0 classes"),
+])
+def test_what_a_multiclass_evaluation_cannot_take_is_one_line(options, message):
+    with pytest.raises(MlnbError, match=message):
+        evaluate(np.array([0, 1, 2]), np.log(np.full((3, 3), 1 / 3)), **options)

@@ -30,7 +30,8 @@ def fitted_scores(data):
 
 
 def run_summary(data, rule: str) -> dict:
-    config = load_config("configs/quickstart.toml", [f'eval.untrainable="{rule}"', "eval.bootstrap=0"])
+    config = load_config("configs/quickstart.toml", [f'eval.untrainable="{rule}"', "eval.bootstrap=0",
+                                                     'eval.decision="fixed"'])  # evaluate's threshold rule
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         runs = run_models(config, data.X_train, data.Y_train, data.X_test, data.Y_test, data.category_names,

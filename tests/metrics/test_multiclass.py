@@ -258,7 +258,7 @@ def test_a_class_absent_from_the_test_set_is_excluded_from_macro_averages(random
 
 def test_multiclass_summary_keeps_every_multilabel_key(random_scores):
     y, J = random_scores
-    multilabel = evaluate(np.eye(K, dtype=int)[y], class_log_odds(J)).summary
+    multilabel = evaluate(np.eye(K, dtype=int)[y], class_log_odds(J), task="multilabel").summary  # one-vs-rest
     multiclass = evaluate_multiclass(y, J).summary
     assert set(multilabel) <= set(multiclass)
     # the rank and probability keys are the same numbers; the decision keys are argmax's

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+from mlnb.decision import fit_decision_rule
 from mlnb.errors import MlnbError
 from mlnb.metrics import evaluate
 from mlnb.metrics.binned import Grid
@@ -98,6 +99,19 @@ def test_decisions_probabilities_and_exclusions_given_chunk_wise(tmp_path):
     assert_same_evaluation(got, expected)
     assert (got.per_category["excluded"] == expected.per_category["excluded"]).all()
     pd.testing.assert_frame_equal(spill.sums.uncalibrated_table(), reliability_table(Y, S))
+
+
+def test_pcut_decides_a_spill_column_by_column_as_it_decides_scores_in_memory(tmp_path):
+    Y, S, _, _ = _test_set(1500, seed=7)  # ties (two decimals) and infinite scores
+    prevalence = np.array([0.4, 0.2, 0.1, 0.05, 0.02, 0.0, 1.0, 0.3, 0.01])
+    rule = fit_decision_rule("pcut", train_prevalence=prevalence)
+    spill = _spill(tmp_path / "spill", Y, S, 333)
+    got = evaluate_spilled(spill, curve_categories=[0, 3], train_prevalence=prevalence,
+                           decided_in_column=rule.decided_in_column)
+    expected = evaluate(Y, S, curve_categories=[0, 3], decisions=rule.decide(S), train_prevalence=prevalence)
+    for column in ("precision", "recall", "f1", "accuracy", "tp", "fp", "fn", "tn"):  # the same decisions
+        np.testing.assert_array_equal(got.per_category[column], expected.per_category[column], err_msg=column)
+    assert_same_evaluation(got, expected)
 
 
 def test_spill_grows_past_its_initial_room_and_reopens(tmp_path):

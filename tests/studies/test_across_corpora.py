@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mlnb.metrics.across_corpora import (average_ranks, critical_difference, friedman_from_ranks, friedman_test,
-                                         nemenyi_q, pairwise_tests, signed_rank_test)
+from mlnb.metrics.across_corpora import (MIN_CORPORA, average_ranks, critical_difference, friedman_from_ranks,
+                                         friedman_test, nemenyi_q, pairwise_tests, signed_rank_test)
 
 # Demšar (2006), Table 2 / Table 6: AUC of C4.5 (c = 0.25, m = 0) and C4.5 with m tuned, on 14 data sets
 C45 = [.763, .599, .954, .628, .882, .936, .661, .583, .775, 1.000, .940, .619, .972, .957]
@@ -59,11 +59,30 @@ def test_friedman_equals_scipy_with_and_without_ties(seed):
     assert ours.f_statistic == pytest.approx((N_F - 1) * ours.chi2 / (N_F * (k - 1) - ours.chi2))
 
 
-def test_friedman_when_every_corpus_agrees():
+def test_friedman_when_every_corpus_agrees_has_no_iman_davenport_p():
+    """χ²_F = N(k − 1) makes F_F's denominator 0: F_F is undefined, not infinite with p = 0."""
     table = np.array([[0.9, 0.8, 0.7]] * 5)
     result = friedman_test(table)
-    assert result.chi2 == pytest.approx(10.0) and result.f_p_value == 0.0 and np.isinf(result.f_statistic)
+    assert result.chi2 == pytest.approx(10.0) and np.isnan(result.f_p_value) and np.isnan(result.f_statistic)
+    assert "every corpus ranks the models alike" in result.undefined
     np.testing.assert_array_equal(result.average_ranks, [1, 2, 3])
+
+
+def test_friedman_over_two_corpora_has_no_iman_davenport_p():
+    """The issue's bench: 2 corpora ranking 3 models alike, χ²_F = 4 (p = 0.135) was reported with
+    F_F = inf, p = 0."""
+    result = friedman_test(np.array([[0.9, 0.8, 0.7], [0.95, 0.85, 0.75]]))
+    assert result.chi2_p_value == pytest.approx(stats.chi2.sf(4.0, 2)) and np.isnan(result.f_p_value)
+    assert result.undefined == "it needs at least 3 corpora, and there are 2"
+    disagreeing = friedman_test(np.array([[0.9, 0.8, 0.7], [0.7, 0.95, 0.85]]))
+    assert disagreeing.undefined and np.isnan(disagreeing.f_p_value)
+
+
+def test_nemenyi_cannot_find_a_difference_with_two_corpora():
+    """Why the bench does not test it with 2 corpora: at α = 0.05 the CD exceeds k − 1, the largest
+    possible difference of average ranks."""
+    assert all(critical_difference(k, MIN_CORPORA - 1) > k - 1 for k in range(2, 30))
+    assert critical_difference(3, MIN_CORPORA) < 3 - 1
 
 
 @pytest.mark.parametrize("seed", range(8))

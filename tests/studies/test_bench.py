@@ -1,6 +1,7 @@
 """`mlnb bench`: the same models on several corpora, then ranks and tests across them."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,56 @@ def test_bench_curves_give_a_crossover_row_per_corpus_and_pair(tmp_path, corpora
     assert list(crossovers["corpus"]) == ["a", "a", "b", "b"]  # pairs: bnb-vs-nb, lr-vs-nb
     assert set(crossovers["largest_size"]) == {300}
     assert (folder / "curves" / "a-curve" / "curve.csv").is_file()
+
+
+def _bench_of(config, table: pd.DataFrame):
+    """A BenchResult of a given corpus × model table, its statistics as run_bench computes them."""
+    from mlnb.metrics.across_corpora import critical_difference, friedman_test, pairwise_tests
+    from mlnb.studies.bench import BenchResult
+
+    names = list(table.columns)
+    return BenchResult(config=config, corpora=[], metric="macro_auc", higher_is_better=True,
+                       labels={n: n for n in names}, table=table, info=pd.DataFrame(index=table.index),
+                       friedman=friedman_test(table.to_numpy()), pairs=pairwise_tests(table.to_numpy(), names),
+                       critical_difference=critical_difference(len(names), len(table), 0.05))
+
+
+@pytest.mark.parametrize("rows, why", [
+    ([[0.9, 0.8, 0.7], [0.95, 0.85, 0.75]], "it needs at least 3 corpora, and there are 2"),
+    ([[0.9, 0.8, 0.7]] * 4, "every corpus ranks the models alike"),
+])
+def test_bench_gives_no_verdict_where_iman_davenport_is_undefined(tmp_path, corpora, rows, why):
+    """The issue's bench of 2 corpora read 'F_F = inf, p = 0 … the models do not all rank alike'
+    (Friedman's p = 0.135), and the CD diagram's title 'p = 0'."""
+    from mlnb.report.bench import bench_markdown, cd_title
+
+    table = pd.DataFrame(rows, columns=["nb", "bnb", "lr"], index=[f"c{i}" for i in range(len(rows))])
+    bench = _bench_of(load_config(_bench(tmp_path, corpora)), table)
+    report = bench_markdown(bench, [])
+    assert f"Iman-Davenport F_F is undefined: {why}" in report and "No verdict at α = 0.05" in report
+    assert not re.search(r"p = 0(?![.\d])", report) and "= inf" not in report
+    assert "do not all rank alike" not in report
+    title = cd_title(bench, 0.05)
+    assert "p = 0" not in title and "F_F undefined" in title
+    assert ("Nemenyi critical difference: not tested" in report) == (len(rows) < 3)
+    assert ("no Nemenyi CD" in title) == (len(rows) < 3)
+    cd = None if len(rows) < 3 else bench.critical_difference
+    drawn = critical_difference_diagram(bench.models, bench.labels, bench.friedman.average_ranks, cd,
+                                        tmp_path / "cd.png", title)
+    assert drawn.stat().st_size > 0  # the average ranks, without a CD where Nemenyi's test is not made
+
+
+@pytest.mark.slow
+def test_a_bench_of_two_corpora_says_the_rank_tests_are_undefined(tmp_path, corpora):
+    path = _bench(tmp_path, corpora[:2])
+    result = CliRunner().invoke(app, ["bench", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "Iman-Davenport F_F undefined (it needs at least 3 corpora, and there are 2)" in result.output
+    assert "Nemenyi CD" not in result.output and "nan" not in result.output
+    (folder,) = (tmp_path / "out" / "tiny-bench").iterdir()
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["friedman"]["f_p_value"] is None and summary["friedman"]["f_undefined"]
+    assert "No verdict at α = 0.05" in (folder / "report.md").read_text()
 
 
 def test_cd_cliques():
