@@ -7,6 +7,9 @@ name), named after the folder:
     metrics    every number of summary.json's per-model summary, as ``<model>.<metric>`` (``nb.macro_auc``)
     artifacts  the whole results folder (config.toml re-runs it; report.html opens offline)
     tags       mlnb's version, git commit and dirty flag, the command, the folder's path
+    times      the study's: it ends when logging begins (its folder is written) and started the seconds
+               that summary.json's ``timings`` total records before, so the run's duration in MLflow is
+               the study's, not the second that logging it took
 
 MLflow is an optional extra (``pip install mlnb[tracking]``) and is imported only when a config sets
 ``tracking.mlflow_uri``: a study without it never imports it. The client talks to the URI given
@@ -66,12 +69,35 @@ def summary_metrics(summary: dict) -> dict[str, float]:
     return found
 
 
-def log_run(folder: Path, uri: str, experiment: str = "") -> str:
-    """Log the results folder ``folder`` (of ``mlnb run``) to MLflow at ``uri``; return the MLflow run id."""
+def study_seconds(summary: dict) -> float:
+    """The wall seconds of the study that wrote ``summary``: its timings' ``total`` row (0 when not recorded)."""
+    rows = summary.get("timings") if isinstance(summary.get("timings"), list) else []
+    total = next((row.get("seconds") for row in rows if isinstance(row, dict) and row.get("stage") == "total"), 0)
+    return float(total) if isinstance(total, (int, float)) and math.isfinite(total) and total > 0 else 0.0
+
+
+def run_address(uri: str, experiment_id: str, run_id: str) -> str:
+    """Where to see an MLflow run: its page on a tracking server (``http(s)://``), or for a store of files or a
+    database the run's ids in it and the command that shows it."""
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
+    opt_in = "MLFLOW_ALLOW_FILE_STORE=true " if _is_file_store(uri) else ""  # else MLflow 3 refuses a file store
+    return (f"run {run_id} of experiment {experiment_id} in {uri} (to see it: {opt_in}mlflow ui "
+            f"--backend-store-uri {uri})")
+
+
+def _is_file_store(uri: str) -> bool:
+    return uri.startswith("file:") or "://" not in uri
+
+
+def log_run(folder: Path, uri: str, experiment: str = "") -> tuple[str, str]:
+    """Log the results folder ``folder`` (of ``mlnb run``) to MLflow at ``uri``, timed as its study
+    (``study_seconds`` up to now); return the MLflow run's id and its address (``run_address``)."""
+    ended = time.time()  # the study's end: its folder is written, logging it is not the study's time
     from mlflow.entities import Metric, Param, RunTag  # the optional extra: only here
     from mlflow.tracking import MlflowClient
 
-    if uri.startswith("file:") or "://" not in uri:  # a local folder store, which the config asked for by name:
+    if _is_file_store(uri):  # a local folder store, which the config asked for by name:
         # MLflow 3 refuses it unless opted in (it is in maintenance mode); a user's own setting wins
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     folder = Path(folder)
@@ -83,8 +109,8 @@ def log_run(folder: Path, uri: str, experiment: str = "") -> str:
     tags = {"mlnb.folder": str(folder.resolve()), "mlnb.command": str(summary.get("command", "")),
             "mlnb.git_commit": str(summary.get("git_commit")), "mlnb.git_dirty": str(summary.get("git_dirty")),
             "mlnb.version": str((summary.get("versions") or {}).get("mlnb"))}
-    run = client.create_run(experiment_id, run_name=folder.name,
-                            tags={key: value[:MAX_PARAM_VALUE] for key, value in tags.items()})
+    run = client.create_run(experiment_id, start_time=int(1000 * (ended - study_seconds(summary))),
+                            run_name=folder.name, tags={key: value[:MAX_PARAM_VALUE] for key, value in tags.items()})
     run_id = run.info.run_id
     try:
         params = [Param(key, json.dumps(value) if isinstance(value, (list, dict)) else str(value))
@@ -99,5 +125,5 @@ def log_run(folder: Path, uri: str, experiment: str = "") -> str:
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
-    client.set_terminated(run_id)
-    return run_id
+    client.set_terminated(run_id, end_time=int(1000 * ended))
+    return run_id, run_address(uri, experiment_id, run_id)

@@ -143,11 +143,38 @@ class DaskBackend:
             self._check_workers()
             within(self.timeout + 5, self.client.register_plugin, _NumbaAsLaunched(), name="mlnb-numba-threads")
             self.n_workers = len(self._workers())
+            self._announce_dashboard()
         except BaseException as error:
             self.close()
             if isinstance(error, (MlnbError, KeyboardInterrupt)):
                 raise
             raise MlnbError(f"engine: the Dask cluster{self._at()} failed to start: {_brief(error)}") from None
+
+    def _dashboard(self) -> tuple[str, bool]:
+        """(the address of the scheduler's dashboard, '' when it has none; whether it serves the dashboard
+        there: without bokeh on the scheduler's machine the page only says that bokeh is missing)."""
+        try:
+            link = within(self.timeout, lambda: self.client.dashboard_link) or ""
+            # a lambda travels by value (cloudpickle): a remote scheduler needs no mlnb to answer it
+            served = bool(link) and within(self.timeout, self.client.run_on_scheduler,
+                                           lambda: __import__("importlib.util").util.find_spec("bokeh") is not None)
+        except Exception:  # noqa: BLE001  (no dashboard: distributed's KeyError for a scheduler without one)
+            return "", False
+        return link, served is True
+
+    def dashboard_link(self) -> str:
+        """The address of the cluster's dashboard (its status page); '' when none is running."""
+        link, served = self._dashboard()
+        return link if served else ""
+
+    def _announce_dashboard(self) -> None:
+        """One line with the dashboard's address, which a LocalCluster puts on a free port each time; or
+        that there is none for want of bokeh."""
+        link, served = self._dashboard()
+        if served:
+            progress.log(f"dask dashboard: {link}")
+        elif link:
+            progress.log("dask dashboard: not running (the scheduler's machine needs bokeh: pip install bokeh)")
 
     def _at(self) -> str:
         return f" at engine.address = {self.address!r}" if self.address else ""

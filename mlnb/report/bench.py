@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from mlnb.config import config_dict, dump_toml
+from mlnb.metrics.across_corpora import MIN_CORPORA
+from mlnb.report.escape import plain
 from mlnb.report.folder import atomic_folder
 from mlnb.report.plots import _figure, _log_scale, _save
 from mlnb.report.provenance import provenance
@@ -35,7 +37,7 @@ from mlnb.report.style import model_colors
 from mlnb.report.tables import markdown_table
 from mlnb.studies.bench import BenchResult, run_bench
 
-__all__ = ["cd_cliques", "critical_difference_diagram", "ranks_frame", "write_bench"]
+__all__ = ["cd_cliques", "cd_title", "critical_difference_diagram", "ranks_frame", "write_bench"]
 
 
 def cd_cliques(average_ranks: np.ndarray, cd: float) -> list[tuple[int, int]]:
@@ -52,9 +54,10 @@ def cd_cliques(average_ranks: np.ndarray, cd: float) -> list[tuple[int, int]]:
     return runs
 
 
-def critical_difference_diagram(names: list[str], labels: dict, average_ranks: np.ndarray, cd: float,
+def critical_difference_diagram(names: list[str], labels: dict, average_ranks: np.ndarray, cd: float | None,
                                 path: Path, title: str) -> Path:
-    """Demšar's CD diagram: rank axis on top, best left; models joined by a bar when within one CD."""
+    """Demšar's CD diagram: rank axis on top, best left; models joined by a bar when within one CD
+    (cd None: the average ranks alone, Nemenyi's test not made)."""
     k = len(names)
     order = np.argsort(average_ranks, kind="stable")
     R = np.asarray(average_ranks, dtype=float)[order]
@@ -71,11 +74,11 @@ def critical_difference_diagram(names: list[str], labels: dict, average_ranks: n
         ax.text(tick, 0.3, str(tick), ha="center", va="bottom", fontsize=10)
     for half in np.arange(low, high, 0.5)[1::2]:
         ax.plot([half, half], [0, 0.09], color="black", lw=0.8)
-    # the critical difference, drawn from rank 1
-    ax.plot([low, low + cd], [1.25, 1.25], color="black", lw=1.6)
-    for end in (low, low + cd):
-        ax.plot([end, end], [1.13, 1.37], color="black", lw=1.2)
-    ax.text(low + cd / 2, 1.45, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=9)
+    if cd is not None:  # the critical difference, drawn from rank 1
+        ax.plot([low, low + cd], [1.25, 1.25], color="black", lw=1.6)
+        for end in (low, low + cd):
+            ax.plot([end, end], [1.13, 1.37], color="black", lw=1.2)
+        ax.text(low + cd / 2, 1.45, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=9)
     colors = model_colors(names)
     # tied models: their lines drawn a little apart so that each stays visible (the labels give the exact rank)
     nudge = np.zeros(k)
@@ -94,7 +97,7 @@ def critical_difference_diagram(names: list[str], labels: dict, average_ranks: n
         label = f"{name} ({rank:.2f})" if on_left else f"({rank:.2f}) {name}"
         ax.text(x_text + (-0.05 if on_left else 0.05), y, label, ha="right" if on_left else "left",
                 va="center", fontsize=9, color="black")
-    for level, (i, j) in enumerate(cd_cliques(R, cd)):
+    for level, (i, j) in enumerate(cd_cliques(R, cd) if cd is not None else []):
         y = -0.3 - 0.22 * level
         ax.plot([R[i] - 0.04, R[j] + 0.04], [y, y], color="black", lw=4, solid_capstyle="round", alpha=0.75)
     legend = "; ".join(f"{name} = {labels[name]}" for name in names if labels.get(name, name) != name)
@@ -103,6 +106,15 @@ def critical_difference_diagram(names: list[str], labels: dict, average_ranks: n
     fig.subplots_adjust(left=0.02, right=0.98, top=0.86, bottom=0.14)
     fig.savefig(path, dpi=130)
     return path
+
+
+def cd_title(bench: BenchResult, alpha: float) -> str:
+    """The CD diagram's title: the tests it shows, and those undefined for this bench named as such."""
+    f = bench.friedman
+    iman = "Iman-Davenport F_F undefined" if f.undefined else f"Friedman F_F p = {f.f_p_value:.3g}"
+    nemenyi = f"Nemenyi CD at α = {alpha:g}" if f.n_corpora >= MIN_CORPORA else \
+        f"no Nemenyi CD (fewer than {MIN_CORPORA} corpora)"
+    return f"Average ranks by test {bench.metric} over {f.n_corpora} corpora (1 = best); {iman}; {nemenyi}"
 
 
 def metric_by_corpus(bench: BenchResult, path: Path) -> Path:
@@ -182,19 +194,27 @@ def _above(pair, higher_is_better: bool) -> str:
 
 def _verdict(bench: BenchResult) -> list[str]:
     f, alpha = bench.friedman, bench.config.bench.alpha
+    iman = (f"Iman-Davenport F_F is undefined: {f.undefined}" if f.undefined else
+            f"Iman-Davenport F_F = {f.f_statistic:.3f} with {f.df[0]} and {f.df[1]} degrees of freedom, "
+            f"p = {f.f_p_value:.3g}")
     lines = [f"Friedman test over N = {f.n_corpora} corpora and k = {f.n_models} models: χ²_F = {f.chi2:.3f} "
-             f"(p = {f.chi2_p_value:.3g}); Iman-Davenport F_F = {f.f_statistic:.3f} with {f.df[0]} and {f.df[1]} "
-             f"degrees of freedom, p = {f.f_p_value:.3g}."]
-    if f.f_p_value >= alpha:
+             f"(p = {f.chi2_p_value:.3g}); {iman}."]
+    if f.undefined:
+        lines.append(f"No verdict at α = {alpha:g}: the post-hoc differences below are descriptive only.")
+    elif f.f_p_value >= alpha:
         lines.append(f"At α = {alpha:g} the test does not reject that every model ranks alike: the post-hoc "
                      "differences below are descriptive only.")
     else:
         lines.append(f"At α = {alpha:g} the models do not all rank alike.")
     significant = bench.pairs[bench.pairs["nemenyi_significant"]]
-    lines.append(f"Nemenyi critical difference (α = {alpha:g}): CD = {bench.critical_difference:.3f} average ranks; "
-                 + (", ".join(f"{r.a if r.rank_difference < 0 else r.b} ranks above {r.b if r.rank_difference < 0 else r.a} "
-                              f"by {abs(r.rank_difference):.2f}" for r in significant.itertuples())
-                    if len(significant) else "no pair of models differs by that much") + ".")
+    if f.n_corpora < MIN_CORPORA:
+        lines.append(f"Nemenyi critical difference: not tested, it needs at least {MIN_CORPORA} corpora.")
+    else:
+        lines.append(f"Nemenyi critical difference (α = {alpha:g}): CD = {bench.critical_difference:.3f} average "
+                     "ranks; " + (", ".join(f"{r.a if r.rank_difference < 0 else r.b} ranks above "
+                                            f"{r.b if r.rank_difference < 0 else r.a} by {abs(r.rank_difference):.2f}"
+                                            for r in significant.itertuples())
+                                  if len(significant) else "no pair of models differs by that much") + ".")
     holm = bench.pairs[bench.pairs["holm_significant"]]
     lines.append("Wilcoxon signed-ranks test per pair, Holm-adjusted: "
                  + (", ".join(f"{_above(r, bench.higher_is_better)} (p_Holm = {r.p_holm:.3g})" for r in holm.itertuples())
@@ -217,9 +237,10 @@ def bench_markdown(bench: BenchResult, plot_files: list[Path]) -> str:
              f"The same {len(bench.models)} models on {len(bench.table)} corpora, each an ordinary study "
              f"(folders in `corpora/`); ranked by test {bench.metric} "
              f"({'higher' if bench.higher_is_better else 'lower'} is better), rank 1 = best, ties share ranks.",
-             "", "Models: " + "; ".join(f"`{n}` = {bench.labels.get(n, n)}" for n in bench.models) + ".", ""]
+             "", "Models: " + "; ".join(f"{plain(n)} = {plain(bench.labels.get(n, n))}" for n in bench.models) + ".",
+             ""]
     if c.bench.set:
-        lines += ["Applied to every corpus: " + ", ".join(f"`{s}`" for s in c.bench.set) + ".", ""]
+        lines += ["Applied to every corpus: " + ", ".join(map(plain, c.bench.set)) + ".", ""]
     lines += ["## Across corpora (Demšar 2006)", "", *_verdict(bench), "", markdown_table(ranks_frame(bench)), "",
               "## Per corpus", "", markdown_table(_shown(corpora_frame(bench))), "", "## Pairs", "",
               "Rank difference a − b against Nemenyi's CD; Wilcoxon's signed-ranks test on the metric values "
@@ -269,11 +290,10 @@ def write_bench(config, root: str | Path = "results", source: str = "config", co
         if config.report.plots:
             (folder / "plots").mkdir()
             f = bench.friedman
-            title = (f"Average ranks by test {bench.metric} over {f.n_corpora} corpora (1 = best); "
-                     f"Friedman F_F p = {f.f_p_value:.3g}; Nemenyi CD at α = {config.bench.alpha:g}")
             made.append(critical_difference_diagram(bench.models, bench.labels, f.average_ranks,
-                                                    bench.critical_difference,
-                                                    folder / "plots" / "critical_difference.png", title))
+                                                    bench.critical_difference if f.n_corpora >= MIN_CORPORA else None,
+                                                    folder / "plots" / "critical_difference.png",
+                                                    cd_title(bench, config.bench.alpha)))
             made.append(metric_by_corpus(bench, folder / "plots" / f"{bench.metric}_by_corpus.png"))
             curves = learning_curves(bench, folder / "plots" / f"curves_{bench.metric}.png")
             made += [curves] if curves is not None else []
@@ -283,7 +303,7 @@ def write_bench(config, root: str | Path = "results", source: str = "config", co
                    "labels": bench.labels,
                    "average_ranks": dict(zip(bench.models, map(float, f.average_ranks))),
                    "friedman": {"chi2": f.chi2, "chi2_p_value": f.chi2_p_value, "f_statistic": f.f_statistic,
-                                "f_p_value": f.f_p_value, "df": list(f.df)},
+                                "f_p_value": f.f_p_value, "df": list(f.df), "f_undefined": f.undefined},
                    "critical_difference": bench.critical_difference,
                    "table": bench.table.to_dict(orient="index"), "pairs": bench.pairs.to_dict(orient="records"),
                    "crossovers": bench.crossovers.to_dict(orient="records"),

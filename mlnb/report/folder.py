@@ -23,6 +23,11 @@ from pathlib import Path
 from mlnb.errors import MlnbError
 
 
+#: the results folders this process moved into place, complete, in order: an interrupt that comes after the
+#: command's folder is there (while the index page is rewritten, or the summary printed) finds its work done
+completed: list[Path] = []
+
+
 class Staging:
     """A hidden folder to write into, and the final name it got (set on success)."""
 
@@ -94,14 +99,19 @@ def atomic_folder(root: Path, name: str):
             from mlnb.report.html import write_report_html  # pandas (for the index): not for check_writable
 
             write_report_html(staging.path)  # last: it links the folder's files
-        final = _claim(parent, time.strftime("%Y%m%d-%H%M%S"))
-        staging.path.replace(final)  # onto the empty folder just claimed: atomic
         umask = os.umask(0)
         os.umask(umask)
-        final.chmod(0o777 & ~umask)  # mkdtemp made it private; results are for everyone
+        staging.path.chmod(0o777 & ~umask)  # mkdtemp made it private; results are for everyone
+        final = _claim(parent, time.strftime("%Y%m%d-%H%M%S"))
+        staging.path.replace(final)  # onto the empty folder just claimed: atomic, and the folder is complete
         staging.final = final
+        completed.append(final)
     except BaseException as error:  # KeyboardInterrupt and the CLI's SIGTERM exception too
-        if final is not None and os.path.lexists(staging.path):  # claimed, not yet moved onto
+        if final is not None and not os.path.lexists(staging.path):  # moved into place: complete, kept
+            if final not in completed:  # the interrupt came between the move and its record
+                completed.append(final)
+            raise
+        if final is not None:  # claimed, not yet moved onto
             try:
                 final.rmdir()
             except OSError:

@@ -5,12 +5,16 @@ embedded as a base64 PNG (``data:image/png;base64,...``), the style is inline, a
 URL outside the folder, so it opens from a copied folder, an e-mail attachment or a machine with
 no network; its only links are relative ones to the folder's own files (config.toml,
 metrics.csv, ...). ``index.html`` of a results root links every run's report (``mlnb.report.runs``
-finds them) with the table ``mlnb runs`` prints.
+finds them) with the table ``mlnb runs`` prints, in its order, and a column per headline metric of
+each model; a click on a column's title sorts by it (``SORT_SCRIPT``, inline: without JavaScript the
+page keeps ``mlnb runs``'s order).
 
 The Markdown read is the subset ``mlnb.report.markdown`` writes: ``#`` headings, paragraphs,
 ``-`` lists, pipe tables, ``![name](plots/x.png)`` images, ``[text](file)`` links, ``**bold**``,
-``*italic*``, `` `code` `` and backslash escapes. Every piece of text is HTML-escaped: category
-names and labels come from the data and the config.
+``*italic*``, `` `code` ``, backslash escapes and the entities ``mlnb.report.escape.plain`` writes.
+Every piece of text is HTML-escaped: category names and labels come from the data and the config;
+every link is a relative path whose parts are percent-encoded (``safe_href``): a folder named
+``javascript:alert(1)`` is a folder, never a script.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ import os
 import re
 import tempfile
 import warnings
+from collections import Counter
 from pathlib import Path
 
-from mlnb.errors import MlnbWarning
-from mlnb.report.runs import RunEntry, find_runs, headline_text
+from mlnb.errors import MlnbError, MlnbWarning
+from mlnb.report.escape import safe_href
+from mlnb.report.runs import RunEntry, Skipped, headline_text, scan_runs
 
 REPORT_HTML = "report.html"
 INDEX_HTML = "index.html"
@@ -42,6 +48,31 @@ figure { margin: 1rem 0; }
 figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #666; font-size: .85rem; }
 .missing { color: #a00; }
+table.runs th { cursor: pointer; user-select: none; }
+table.runs th[aria-sort=ascending]::after { content: " \\25B2"; }
+table.runs th[aria-sort=descending]::after { content: " \\25BC"; }
+"""
+MAX_METRIC_COLUMNS = 12  # index.html's columns of one model's headline metric each (the most common ones)
+#: index.html's sorting: a click on a column's title sorts the rows by it, again the other way; a cell's
+#: data-value (a metric's number) sorts numerically, other text naturally ('run2' before 'run10'); empty
+#: cells last either way; equal cells keep their order (the default: ``mlnb runs``'s)
+SORT_SCRIPT = """
+document.querySelectorAll("table.runs th").forEach((title, column) => title.addEventListener("click", () => {
+  const ascending = title.getAttribute("aria-sort") !== "ascending";
+  title.parentNode.querySelectorAll("th").forEach(other => other.removeAttribute("aria-sort"));
+  title.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+  const value = row => { const cell = row.cells[column];
+    return cell.hasAttribute("data-value") ? Number(cell.dataset.value) : cell.textContent; };
+  const missing = v => v === "" || Number.isNaN(v);
+  const body = title.closest("table").tBodies[0];
+  const rows = [...body.rows].sort((a, b) => {
+    const x = value(a), y = value(b);
+    if (missing(x) || missing(y)) return missing(x) - missing(y);
+    const order = typeof x === "number" ? x - y : x.localeCompare(y, undefined, {numeric: true});
+    return ascending ? order : -order;
+  });
+  body.append(...rows);
+}));
 """
 
 _INLINE = re.compile(r"\\(.)|`([^`]*)`|\*\*(.+?)\*\*|\*([^*\s][^*]*)\*|\[([^\]]*)\]\(([^)\s]+)\)")
@@ -65,7 +96,7 @@ def inline(text: str, folder: Path) -> str:
     """One line of the Markdown subset as HTML: escapes, code, bold, italic, links to the folder's files."""
     out, at = [], 0
     for match in _INLINE.finditer(text):
-        out.append(html.escape(text[at:match.start()]))
+        out.append(_text(text[at:match.start()]))
         escaped, code, bold, italic, link_text, target = match.groups()
         if escaped is not None:
             out.append(html.escape(escaped))
@@ -80,8 +111,13 @@ def inline(text: str, folder: Path) -> str:
         else:  # a link the page could not follow offline: its text only
             out.append(inline(link_text, folder))
         at = match.end()
-    out.append(html.escape(text[at:]))
+    out.append(_text(text[at:]))
     return "".join(out)
+
+
+def _text(markdown: str) -> str:
+    """Plain Markdown text as HTML: its entities (``&lt;`` from a name) read, then everything escaped."""
+    return html.escape(html.unescape(markdown))
 
 
 def embedded_image(folder: Path, target: str, alt: str) -> str:
@@ -141,18 +177,20 @@ def markdown_html(text: str, folder: Path) -> str:
     return "\n".join(blocks)
 
 
-def page(title: str, body: str) -> str:
-    """A whole HTML page: the title, the inline style, the body; no external resource."""
+def page(title: str, body: str, script: str = "") -> str:
+    """A whole HTML page: the title, the inline style, the body, an inline ``script``; no external resource."""
+    script = f"<script>{script}</script>\n" if script else ""
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+            f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n{script}</body>\n"
+            "</html>\n")
 
 
 def _files_list(folder: Path) -> str:
     """Links to the folder's own files (relative: they resolve wherever the folder is copied)."""
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
                    if p.is_file() and p.name != REPORT_HTML and p.parent.name != "plots")
-    items = "".join(f'<li><a href="{html.escape(name)}">{html.escape(name)}</a></li>' for name in files)
+    items = "".join(f'<li><a href="{html.escape(safe_href(name))}">{html.escape(name)}</a></li>' for name in files)
     return f"<h2>Files of this folder</h2>\n<ul>{items}</ul>"
 
 
@@ -162,7 +200,8 @@ def report_html(folder: Path) -> str:
     text = (folder / "report.md").read_text(encoding="utf-8")
     first = next((line for line in text.splitlines() if line.startswith("# ")), "# mlnb results")
     # the heading, not the folder's name: the page is written while the folder still has its .partial-* name
-    return page(first[2:].replace("\\", ""), markdown_html(text, folder) + "\n" + _files_list(folder))
+    return page(html.unescape(re.sub(r"\\(.)", r"\1", first[2:])), markdown_html(text, folder) + "\n" +
+                _files_list(folder))
 
 
 def write_report_html(folder: Path) -> Path:
@@ -172,54 +211,108 @@ def write_report_html(folder: Path) -> Path:
     return path
 
 
-def _index_row(entry: RunEntry, root: Path) -> str:
+def _metric_columns(entries: list[RunEntry]) -> tuple[list[tuple[str, str]], bool]:
+    """The (metric, model) pairs of the entries' headlines that get a column of their own (the
+    ``MAX_METRIC_COLUMNS`` most common, in the order first met), and whether any pair is left without one
+    (then the page keeps the headline as text too)."""
+    counts = Counter((title, model) for entry in entries for title, values in entry.headline.items()
+                     for model, value in values.items() if value is not None)
+    kept = {pair for pair, _ in counts.most_common(MAX_METRIC_COLUMNS)}
+    return [pair for pair in counts if pair in kept], len(counts) > len(kept)
+
+
+def _metric_cell(value) -> str:
+    """A metric's cell: shown as ``mlnb runs`` shows it, its exact number in data-value for sorting."""
+    if value is None:
+        return "<td></td>"
+    shown = f"{value:.4f}" if isinstance(value, float) else f"{value}"
+    return f'<td data-value="{value!r}">{shown}</td>'
+
+
+def _index_row(entry: RunEntry, root: Path, metrics: list[tuple[str, str]], headline: bool) -> str:
     relative = entry.folder.relative_to(root).as_posix()
     report = entry.folder / REPORT_HTML
-    target = f"{relative}/{REPORT_HTML}" if report.is_file() else None
+    target = safe_href(f"{relative}/{REPORT_HTML}") if report.is_file() else None
     name = (f'<a href="{html.escape(target)}">{html.escape(relative)}</a>' if target else html.escape(relative))
-    cells = [name, entry.kind, entry.created.replace("T", " ")[:19], entry.data, ", ".join(entry.models),
-             headline_text(entry), " ".join(entry.overrides)]
-    return "<tr>" + "".join(f'<td class="text">{cell if i == 0 else html.escape(cell)}</td>'
-                            for i, cell in enumerate(cells)) + "</tr>"
+    texts = [entry.kind, entry.created.replace("T", " ")[:19], entry.data, ", ".join(entry.models)]
+    cells = [f'<td class="text">{name}</td>'] + [f'<td class="text">{html.escape(text)}</td>' for text in texts]
+    cells += [_metric_cell(entry.headline.get(title, {}).get(model)) for title, model in metrics]
+    texts = ([headline_text(entry)] if headline else []) + [" ".join(entry.overrides)]
+    return "<tr>" + "".join(cells) + "".join(f'<td class="text">{html.escape(text)}</td>' for text in texts) + "</tr>"
 
 
-def index_html(root: Path) -> str:
-    """The page of a results root: one row per results folder under it (newest first), linked to its report."""
+def _skipped_html(skipped: list[Skipped], root: Path) -> str:
+    """The folders under the root that are not in the table, each with why (no link: they may be anything)."""
+    if not skipped:
+        return ""
+    items = "".join(f"<li>{html.escape(_shown_path(s.path, root))}: {html.escape(s.reason)}</li>" for s in skipped)
+    return f"\n<p>Not listed ({len(skipped)}): could not be read.</p>\n<ul>{items}</ul>"
+
+
+def _shown_path(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def index_html(root: Path, scan: tuple[list[RunEntry], list[Skipped]] | None = None) -> str:
+    """The page of a results root: one row per results folder under it, oldest first as ``mlnb runs`` lists
+    them, linked to its report, a column per model's headline metric, sorted by a click on a column's
+    title; then the folders it could not read (``scan``: what ``scan_runs(root)`` gives, when the caller
+    has it)."""
     root = Path(root)
-    entries = sorted(find_runs(root), key=lambda e: e.created, reverse=True)
-    head = "".join(f'<th class="text">{h}</th>' for h in ("folder", "kind", "created", "data", "models", "headline",
-                                              "overrides"))
-    rows = "".join(_index_row(entry, root) for entry in entries)
+    entries, skipped = scan_runs(root) if scan is None else scan
+    metrics, headline = _metric_columns(entries)
+    texts = (["headline"] if headline else []) + ["overrides"]
+    head = "".join(f'<th class="text">{title}</th>' for title in ("folder", "kind", "created", "data", "models")) + \
+        "".join(f"<th>{html.escape(f'{title} {model}')}</th>" for title, model in metrics) + \
+        "".join(f'<th class="text">{title}</th>' for title in texts)
+    rows = "".join(_index_row(entry, root, metrics, headline) for entry in entries)
     body = (f"<h1>mlnb results: {html.escape(str(root))}</h1>\n<p>{len(entries)} results folder"
-            f"{'' if len(entries) == 1 else 's'}, newest first; <code>mlnb runs {html.escape(str(root))}</code> prints "
-            f"the same table.</p>\n<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-    return page(f"mlnb results: {root}", body)
+            f"{'' if len(entries) == 1 else 's'}, oldest first, as <code>mlnb runs {html.escape(str(root))}</code> "
+            f"lists them; click a column's title to sort by it.</p>\n"
+            f'<table class="runs"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+            + _skipped_html(skipped, root))
+    return page(f"mlnb results: {root}", body, SORT_SCRIPT)
 
 
-def write_index(root: Path) -> Path:
+def write_index(root: Path, scan: tuple[list[RunEntry], list[Skipped]] | None = None) -> Path:
     """Write ``root/index.html`` atomically (a temporary file renamed over it: two runs that finish at
-    once each leave a whole page)."""
+    once each leave a whole page); MlnbError naming the page and why when it cannot be written."""
     root = Path(root)
-    text = index_html(root)
-    handle, temporary = tempfile.mkstemp(prefix=".index-", suffix=".html", dir=root)
+    path = root / INDEX_HTML
+    text = index_html(root, scan)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".index-", suffix=".html", dir=root)
+    except OSError as error:
+        raise MlnbError(f"{path}: cannot be written ({root}: {error.strerror or error})") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
         os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, root / INDEX_HTML)
-    except BaseException:
+        os.replace(temporary, path)
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, IsADirectoryError):
+            raise MlnbError(f"{path}: is a folder; the page needs that name (move the folder away)") from None
+        if isinstance(error, OSError):
+            raise MlnbError(f"{path}: cannot be written ({error.strerror or error})") from None
         raise
-    return root / INDEX_HTML
+    return path
 
 
 def refresh_index(root) -> None:
-    """Rewrite ``root/index.html`` after a results folder is written under ``root``; a root where it cannot
-    be written keeps its old page, with a warning: the results are complete without it."""
+    """Rewrite ``root/index.html`` after a results folder is written under ``root``. The results are complete
+    without it: a folder under the root that cannot be read is named in a warning and left out of the page,
+    and a page that cannot be written is a warning (the old page stays), never a failed run."""
+    root = Path(root)
     try:
-        write_index(Path(root))
-    except OSError as error:
-        warnings.warn(MlnbWarning(f"{Path(root) / INDEX_HTML}: not updated ({error.strerror or error})"))
+        found, skipped = scan_runs(root)
+        for left_out in skipped:
+            warnings.warn(MlnbWarning(f"{left_out.path}: not listed in {root / INDEX_HTML} ({left_out.reason})"))
+        write_index(root, (found, skipped))
+    except MlnbError as error:
+        warnings.warn(MlnbWarning(f"{error}; not updated"))
+    except Exception as error:  # noqa: BLE001  (whatever a neighbour's folder holds: this run succeeded)
+        warnings.warn(MlnbWarning(f"{root / INDEX_HTML}: not updated ({type(error).__name__}: {error})"))
 
 
 def _umask() -> int:

@@ -8,28 +8,33 @@ from pathlib import Path
 import numpy as np
 
 from mlnb.config import toml_value
-from mlnb.report.tables import (decision_rule_f1, largest_differences, markdown_table, probabilities_defined,
-                                summary_table)
+from mlnb.metrics.auc_permutation import PERMUTATION_MAX
+from mlnb.report.escape import plain  # every name from the data or the config, as literal Markdown
+from mlnb.report.tables import (compiling_note, decision_rule_f1, largest_differences, markdown_table,
+                                probabilities_defined, summary_table)
 
-_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
 
-
-def plain(text) -> str:
-    """Text from a config or a data file (a model's label, a category's name) as literal Markdown on one
-    line: line breaks and other control characters become spaces, Markdown's characters are escaped."""
-    words = "".join(c if c.isprintable() else " " for c in str(text)).split()
-    return " ".join(words).translate(_MARKDOWN)
+def tests_used(comparison) -> str:
+    """Which per-category test the testable categories got, e.g. "DeLong's in 31, the exact permutation
+    test in 59: those with at most 30 positives or negatives" (``significance.auc_difference_tests``)."""
+    used = comparison.tests_used()
+    words = f"DeLong's in {used['delong']}"
+    if used["permutation"]:
+        words += (f", the exact permutation test in {used['permutation']}: those with at most {PERMUTATION_MAX} "
+                  "positives or negatives")
+    return words
 
 
 def comparison_markdown(comparison, top: int = 10) -> str:
     """One paired comparison as a report section."""
     counts, sign = comparison.counts(), comparison.sign
     table = comparison.table.dropna(subset=["p_value"]).sort_values("p_value").head(top)
-    shown = table[["category", "name", "train_pos", "auc_a", "auc_b", "difference", "p_value", "p_holm"]]
+    shown = table[["category", "name", "train_pos", "auc_a", "auc_b", "difference", "p_value", "p_holm"]
+                  + (["test"] if "test" in table else [])]
     return "\n".join([
-        f"## Paired comparison: {comparison.name_a} (a) against {comparison.name_b} (b)", "",
+        f"## Paired comparison: {plain(comparison.name_a)} (a) against {plain(comparison.name_b)} (b)", "",
         f"a = {plain(comparison.label_a)}; b = {plain(comparison.label_b)}. "
-        "DeLong's test of the AUC difference per category, p-values Holm-corrected over the "
+        f"A test of the AUC difference per category ({tests_used(comparison)}), p-values Holm-corrected over the "
         f"{len(comparison.table) - counts['not_testable']} testable categories; sign test over the raw "
         "differences (Yang & Liu 1999).", "",
         f"- a significantly higher: {counts['a_significantly_better']}; b significantly higher: "
@@ -71,7 +76,7 @@ def _models_markdown(result) -> list[str]:
                    f"; decides by `{rule}`" + (f", calibrated by `{result.config.eval.calibration}`"
                                                 if result.config.eval.calibration != "none" else ""))
         lines.append(f"- **{plain(run.name)}** — {plain(run.label)}; kind `{spec.kind}`"
-                     + (f", {', '.join(changed)}" if changed else "") + decided + _trained_on(result, run)
+                     + (f", {', '.join(map(plain, changed))}" if changed else "") + decided + _trained_on(result, run)
                      + " (other options at their defaults; `config.toml` has all)")
     return lines + [*_split_note(result), ""]
 
@@ -105,19 +110,43 @@ def _split_note(result) -> list[str]:
                 "= true, or eval.validation = 'kfold', to fit on the whole training part)."]
 
 
-def _untrainable_line(run, names, policy: str = "keep") -> str | None:
+def _untrainable_line(run, names, config) -> str | None:
+    """What one model did with its untrainable categories, and what the study then did with them."""
+    from mlnb.study import untrainable_scored_by_prior
+
     untrainable = getattr(run.model, "untrainable_categories_", np.empty(0, dtype=int))
     if len(untrainable) == 0:
         return None
+    policy, replaced = config.eval.untrainable, untrainable_scored_by_prior(config)
     weights = getattr(run.model, "weights_", None)
     by_prior = weights is not None and all(not np.any(weights[:, k]) for k in untrainable)
-    what = ("score by their prior only" if by_prior else
-            "were trained anyway: their scores carry no information about the category")
-    what += {"exclude": "; they are left out of every average and comparison (eval.untrainable = 'exclude')",
-             "prior": "; the study replaced their scores by the training prior (eval.untrainable = 'prior')",
-             "keep": ""}[policy]
+    what = "score by their prior only" if by_prior else "were trained anyway"
+    if not by_prior and not replaced:  # the evaluated AUCs are then the model's own
+        what += f" ({untrainable_auc_clause(run.evaluation.per_category, untrainable)})"
+    if replaced:
+        what += f"; the study replaced their scores by the training prior (eval.untrainable = '{policy}')"
+    elif policy == "exclude":
+        what += "; they are left out of every average and comparison (eval.untrainable = 'exclude')"
+    else:
+        what += f"; they are kept in the averages as the model scored them (eval.untrainable = '{policy}')"
     return (f"- {run.name}: {len(untrainable)} categories had no positive (or no negative) training document "
             f"and {what}: {', '.join(plain(names[k]) for k in untrainable)}")
+
+
+def untrainable_auc_clause(per_category, categories) -> str:
+    """The measured test AUCs of ``categories`` (a per-category table's ``auc``), and which side of ½
+    they lie on: a model trained on one class can rank a category backwards, which is information
+    (inverted), not none."""
+    aucs = per_category["auc"].to_numpy(dtype=np.float64)[np.asarray(categories, dtype=np.int64)]
+    aucs = aucs[np.isfinite(aucs)]
+    if aucs.size == 0:
+        return "no test AUC: no positive and negative test documents"
+    low, high = float(aucs.min()), float(aucs.max())
+    side = (": below 0.5, inverted" if high < 0.5 else ": above 0.5" if low > 0.5 else
+            ": all 0.5, chance" if low == high == 0.5 else ": on both sides of 0.5")
+    measured = f"its test AUC is {low:.2f}" if aucs.size == 1 else f"their test AUCs range {low:.2f}–{high:.2f}"
+    untested = len(categories) - aucs.size
+    return measured + side + (f"; {untested} without a test AUC" if untested else "")
 
 
 def _summary_preamble(result) -> list[str]:
@@ -158,7 +187,7 @@ def _verdict(comparison) -> str:
         return f"- {a} against {b}: no category could be compared."
     alpha = f"{comparison.alpha:g}"
     testable = counts["a_significantly_better"] + counts["b_significantly_better"] + counts["no_significant_difference"]
-    significant = (f"DeLong per category, Holm at {alpha}: {a} significantly higher in "
+    significant = (f"per category ({tests_used(comparison)}), Holm at {alpha}: {a} significantly higher in "
                    f"{counts['a_significantly_better']}, {b} in {counts['b_significantly_better']} of {testable}")
     macro = f"macro AUC {a} − {b} = {comparison.macro_difference:+.4f}"
     if comparison.macro_interval is not None:
@@ -265,16 +294,28 @@ def conclusion_lines(result) -> list[str]:
         lines.append(f"- Categories with no positive decision at all: {', '.join(silent)} — their F1 is 0{advice}.")
     lines += [_verdict(comparison) for comparison in result.comparisons]
     if len(result.untrainable):
-        what = {"exclude": "are left out of every average and comparison",
-                "prior": "are scored by their training prior in every model",
-                "keep": "are kept as each model scored them (their scores carry no information)"}[ev.untrainable]
+        what = _untrainable_treatment(result)
         lines.append(f"- {len(result.untrainable)} categories have no positive (or no negative) training document "
                      f"and {what} (eval.untrainable = '{ev.untrainable}').")
     return lines + [""]
 
 
+def _untrainable_treatment(result) -> str:
+    """What the study did with the untrainable categories (``study.untrainable_scored_by_prior``), with
+    the test AUCs of each model where they stayed the models' own."""
+    from mlnb.study import untrainable_scored_by_prior
+
+    if result.config.eval.untrainable == "exclude":
+        return "are left out of every average and comparison"
+    if untrainable_scored_by_prior(result.config):
+        return "are scored by their training prior in every model, whatever it learned (a constant: AUC 0.5)"
+    measured = "; ".join(f"{run.name}: {untrainable_auc_clause(run.evaluation.per_category, result.untrainable)}"
+                         for run in result.models)
+    return f"are kept in every average as each model scored them ({measured})"
+
+
 def baselines_markdown(result) -> list[str]:
-    """The trivial baselines beside the models' summary metrics."""
+    """The baselines (trivial, and the training prior's ranking) beside the models' summary metrics."""
     if not result.models:
         return []
     from mlnb.report.tables import summary_columns
@@ -283,8 +324,11 @@ def baselines_markdown(result) -> list[str]:
     rows = []
     for name, values in result.models[0].evaluation.baselines.items():
         rows.append("| " + " | ".join([f"*{name.replace('_', ' ')}*"] + [_cell(values.get(k)) for k in columns]) + " |")
-    return ["Trivial baselines on the same test documents, for the table above (*always no*: every score −∞; "
-            "*prevalence random*: each category guessed at its training rate; expected values):", "",
+    return ["Baselines on the same test documents, for the table above (*always no*: every score −∞; "
+            "*prevalence random*: each category guessed at its training rate, expected values; *prior*: every "
+            "document scored by its category's training prior, the prior_baseline model — a chance ranking in "
+            "each category, but pooled it ranks the frequent categories first, the micro AUC a model must beat; "
+            "its rank metrics only):", "",
             "| | " + " | ".join(columns.values()) + " |", "|" + "---|" * (len(columns) + 1), *rows, ""]
 
 
@@ -295,14 +339,32 @@ def _cell(value) -> str:
     return "n/a" if value != value else ("∞" if value == np.inf else f"{value:.4f}")
 
 
+#: how each way of training on Dask (``mlnb.engine.fitting.DASK_TRAINING``, as the fitted model recorded it) ran
+DASK_TRAINING_SENTENCES = {
+    "one_worker": "trained on one worker by the one-machine engine over every partition in order, as in one process",
+    "mixing": "trained by iterative parameter mixing: every worker trains on its own partitions from the same "
+              "state, and their parameters are averaged after each round (engine.mix_every)",
+    "sums": "trained by full passes whose sums every worker adds to, as in one process",
+}
+
+
+def _dask_training_clauses(dask_training: dict) -> list[str]:
+    """'; lr trained on one worker ...' for each way the study's models trained on Dask (summary.json's
+    ``dask_training``, model -> how); nothing for a summary written before it was recorded."""
+    by_how = {}
+    for name, how in dask_training.items():
+        by_how.setdefault(how, []).append(plain(name))
+    return [f"; {', '.join(names)} {DASK_TRAINING_SENTENCES.get(how, how)}" for how, names in by_how.items()]
+
+
 def _streaming_lines(streaming: dict | None) -> list[str]:
     """How a streaming study read its data and ran, where it held the test scores, and what it did not compute."""
     if not streaming:
         return []
     engine = streaming["engine"]
     where = "in one process" if engine["kind"] == "local" else \
-        f"on a Dask cluster of {engine['workers']} workers ({engine['scheduler']}); logistic regression by " \
-        "parameter mixing: each worker one pass over its partitions from the same state, then their average"
+        f"on a Dask cluster of {engine['workers']} workers ({engine['scheduler']})" + \
+        "".join(_dask_training_clauses(streaming.get("dask_training") or {}))
     not_computed = f" Not computed: {streaming['not_computed']}." if streaming.get("not_computed") else ""
     held = streaming.get("scores", "spilled to disk")
     return [f"Streamed in chunks of {streaming['chunk_size']} documents (logistic regression shuffles within "
@@ -314,23 +376,25 @@ def study_markdown(result, plot_files: list[Path]) -> str:
     report = result.config.report
     lines = [f"# mlnb study: {result.config.name}", "",
              *conclusion_lines(result),
-             f"Data: {data['name']}, {data['n_train']} training and {data['n_test']} test documents, "
+             f"Data: {plain(data['name'])}, {data['n_train']} training and {data['n_test']} test documents, "
              f"{data['n_features_used']} features ({data['feature_transform']}), "
              f"{data['n_categories']} categories, {data['mean_labels_per_document']:.2f} labels and "
              f"{data['mean_features_per_document']:.1f} distinct features per document. "
-             f"Seed {result.config.seed}." + (f" Train/test split: {data['split']}." if data.get("split") else ""), "",
+             f"Seed {result.config.seed}." +
+             (f" Train/test split: {plain(data['split'])}." if data.get("split") else ""), "",
              *_streaming_lines(data.get("streaming")),
              *_models_markdown(result),
              "## Summary", "",
              *_summary_preamble(result),
-             "", markdown_table(summary_table(result)), "", *baselines_markdown(result)]
+             "", markdown_table(summary_table(result)), "",
+             *([f"{compiling_note(result)}.", ""] if compiling_note(result) else []), *baselines_markdown(result)]
     table = result.models[0].evaluation.per_category
     untestable = table.index[table["excluded"] == "no test positive or negative"] if "excluded" in table else []
     if len(untestable):
         lines.append(f"- {len(untestable)} categories left out of the macro averages (no positive or no negative "
                      f"test document): {', '.join(plain(result.category_names[k]) for k in untestable)}")
     for run in result.models:
-        line = _untrainable_line(run, result.category_names, result.config.eval.untrainable)
+        line = _untrainable_line(run, result.category_names, result.config)
         if line:
             lines.append(line)
         multiclass = result.config.task == "multiclass"
@@ -348,7 +412,8 @@ def study_markdown(result, plot_files: list[Path]) -> str:
         lines += ["", comparison_markdown(comparison, report.top_differences)]
         differences = largest_differences(comparison, report.top_differences)
         if len(differences):
-            lines += [f"Categories where {comparison.name_a} and {comparison.name_b} differ most (AUC):", "",
+            lines += [f"Categories where {plain(comparison.name_a)} and {plain(comparison.name_b)} differ most "
+                      "(AUC):", "",
                       markdown_table(differences), ""]
     if plot_files:
         lines += ["", "## Plots", ""]

@@ -42,6 +42,12 @@ def _figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], **s
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
+    return _save_laid_out(fig, path)
+
+
+def _save_laid_out(fig, path: Path) -> Path:
+    """A figure of ``mlnb.plot``, laid out there, saved as it is: without a colorbar a second ``tight_layout``
+    would measure every text of the figure again only to find the same places (the same PNG bytes)."""
     fig.savefig(path, dpi=120)
     return path
 
@@ -70,17 +76,17 @@ def accuracy_per_category(result: StudyResult, path: Path) -> Path:
     shown, left_out = _probability_models(result)
     figure = plot.accuracy_per_category(_evaluations(result, shown), colors=study_colors(result),
                                         note=_not_shown(left_out), prevalence_from=result.models[0].evaluation)
-    return _save(figure, path)
+    return _save_laid_out(figure, path)
 
 
 def roc_for_category(result: StudyResult, k: int, path: Path) -> Path:
     """Exact ROC curves of every model for category k, with the chance diagonal (``mlnb.plot.roc``)."""
-    return _save(plot.roc(_evaluations(result), k, colors=study_colors(result)), path)
+    return _save_laid_out(plot.roc(_evaluations(result), k, colors=study_colors(result)), path)
 
 
 def lift_for_category(result: StudyResult, k: int, path: Path) -> Path:
     """ROC lift and lift by depth of every model for category k (``mlnb.plot.lift``)."""
-    return _save(plot.lift(_evaluations(result), k, colors=study_colors(result)), path)
+    return _save_laid_out(plot.lift(_evaluations(result), k, colors=study_colors(result)), path)
 
 
 def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
@@ -90,7 +96,7 @@ def auc_scatter(result: StudyResult, comparison, path: Path) -> Path:
     figure = plot.auc_scatter(table["auc_b"], table["auc_a"], names=(comparison.name_b, comparison.name_a),
                               descriptions=(comparison.label_b, comparison.label_a),
                               train_positives=table["train_pos"])
-    return _save(figure, path)
+    return _save(figure, path)  # laid out again: a colorbar's axes take a second pass to settle
 
 
 def calibration(result: StudyResult, path: Path) -> Path:
@@ -101,7 +107,7 @@ def calibration(result: StudyResult, path: Path) -> Path:
     methods = {run.name: run.calibration.method for run in shown if run.uncalibrated is not None}
     figure = plot.reliability(_evaluations(result, shown), colors=study_colors(result), before=before,
                               calibrated=methods, note=_not_shown(left_out))
-    return _save(figure, path)
+    return _save_laid_out(figure, path)
 
 
 def auc_by_frequency(result: StudyResult, path: Path) -> Path:

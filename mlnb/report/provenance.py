@@ -48,13 +48,16 @@ def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the git checkout mlnb runs from: dirty = tracked files changed since the
     commit; (None, None) outside a checkout (an installed package) or without git."""
     here = Path(__file__).resolve().parent
+    # GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE ... in the caller's environment would make git answer for
+    # another repository (or index): the commit recorded is the package's own checkout's
+    own = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=10)
+        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], cwd=here, env=own,
+                                capture_output=True, text=True, timeout=10)
         if commit.returncode != 0:
             return None, None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, env=own, capture_output=True, text=True, timeout=10).stdout.strip()
         return commit.stdout.strip(), bool(dirty)
     except (OSError, subprocess.SubprocessError):
         return None, None
@@ -66,14 +69,17 @@ def git_commit() -> str | None:
     return None if commit is None else commit + ("-dirty" if dirty else "")
 
 
-def provenance(command: str | None = None, config=None) -> dict:
+def provenance(command: str | None = None, config=None, fingerprint: dict | None = None) -> dict:
     """When, with what, by which command and from which folder a result was made; with a study
-    ``config``, the fingerprint of the files it reads (``data_fingerprint``)."""
+    ``config``, the fingerprint of the files it reads: ``fingerprint``, taken when the run read them
+    (``StudyResult.data_fingerprint``), else ``data_fingerprint(config)`` now."""
     commit, dirty = git_state()
     found = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": versions(),
              "git_commit": None if commit is None else commit + ("-dirty" if dirty else ""), "git_dirty": dirty,
              "command": command or " ".join(["mlnb"] + sys.argv[1:]), "working_directory": os.getcwd()}
-    if config is not None:
+    if fingerprint is not None:
+        found["data_fingerprint"] = fingerprint
+    elif config is not None:
         found["data_fingerprint"] = data_fingerprint(config)
     return found
 

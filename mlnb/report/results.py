@@ -5,7 +5,7 @@ Layout of ``<root>/<name>/<timestamp>/`` for a run::
     config.toml          the resolved config (loads again to the same study)
     summary.json         averages per model, comparisons, timings, data shape, seed, versions, git commit
     metrics.csv          one row per model × category
-    comparison.csv       DeLong test per compared pair × category
+    comparison.csv       AUC difference test per compared pair × category (column test: delong or permutation)
     curves/roc_grid.csv  TPR and ROC lift on the FPR grid, per model × category
     curves/lift_grid.csv cumulative gains and lift by depth, per model × category
     curves/calibration.csv reliability bins per model
@@ -34,7 +34,7 @@ import pandas as pd
 from mlnb import timings
 from mlnb.config import config_dict, dump_toml, toml_value
 from mlnb.errors import MlnbWarning
-from mlnb.report import drawing, plots
+from mlnb.report import drawing  # mlnb.report.plots (matplotlib) where a figure is drawn: not for a run without plots
 from mlnb.report.folder import atomic_folder
 from mlnb.report.markdown import comparison_markdown, plain, study_markdown
 from mlnb.report.provenance import json_safe, provenance, with_absolute_paths
@@ -78,13 +78,14 @@ def _write_json(path: Path, summary: dict) -> None:
     path.write_text(json.dumps(json_safe(summary), indent=2), encoding="utf-8")
 
 
-def _summary_json(result: StudyResult, command: str | None) -> dict:
+def _summary_json(result: StudyResult, command: str | None, quick: bool = False) -> dict:
     names = result.category_names
     models = {}
     for run in result.models:
         untrainable = getattr(run.model, "untrainable_categories_", [])
         models[run.name] = {
             "kind": run.kind, "label": run.label, "fit_seconds": run.fit_seconds,
+            "compile_seconds": run.compile_seconds,  # numba compiling during the fit: not in fit_seconds
             "random_state": result.config.models[run.name].training_seed(result.config.seed),
             "score_seconds": run.score_seconds, "eval_seconds": run.eval_seconds, **run.evaluation.summary,
             "excluded_categories": [names[k] for k in run.evaluation.excluded],
@@ -101,7 +102,8 @@ def _summary_json(result: StudyResult, command: str | None) -> dict:
             "timings": result.timings.table() if result.timings is not None else [],  # seconds per stage
             "confidence": result.config.eval.confidence,
             "comparisons": [comparison.summary() for comparison in result.comparisons],
-            **provenance(command, config), "config": config_dict(config)}
+            "quick": quick, "left_out": left_out(result.config),  # what a full run adds: ``QUICK``
+            **provenance(command, config, result.data_fingerprint), "config": config_dict(config)}
 
 
 def comparison_frame(comparisons) -> pd.DataFrame:
@@ -136,7 +138,10 @@ def pair_file_stems(comparisons) -> list[str]:
 
 def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
     """Every figure of a study into ``folder``, drawn here or side by side in worker processes
-    (``mlnb.report.drawing``); the paths of those made."""
+    (``mlnb.report.drawing``); the paths of those made. A study of one category gets its ROC, lift and
+    calibration figures, not the four that plot one point per category."""
+    from mlnb.report import plots
+
     k = result.config.report.category
     slim = drawing.for_drawing(result) if drawing.worker_processes(2) else result  # what is pickled to them
     figures = [(plots.accuracy_per_category, (slim, folder / "accuracy_per_category.png")),
@@ -152,11 +157,57 @@ def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
         figures += [(plots.auc_scatter, (slim, comparison, folder / f"auc_scatter_{pair}.png")),
                     (plots.auc_difference, (comparison, folder / f"auc_difference_{pair}.png",
                                             (colors[comparison.name_a], colors[comparison.name_b])))]
+    if len(result.category_names) == 1:  # a point (or bar) per category is one number of the tables: not drawn
+        per_category = (plots.accuracy_per_category, plots.auc_by_frequency, plots.auc_scatter, plots.auc_difference)
+        figures = [(function, arguments) for function, arguments in figures if function not in per_category]
     return [p for p in drawing.draw(figures) if p is not None]
 
 
-def write_results(result: StudyResult, root: str | Path = "results", command: str | None = None) -> Path:
-    """Write the results folder of ``result`` under ``root`` and return its path."""
+#: what ``mlnb run --quick`` sets before the run's own --set: the parts of a run that cost time and are no table
+QUICK = {"eval.bootstrap": 0, "report.plots": False}
+#: what a run whose config holds QUICK's value of a key leaves out
+_LEFT_OUT = {"eval.bootstrap": "no bootstrap confidence intervals of the summary metrics or of a compared pair's "
+                               "macro AUC difference",
+             "report.plots": "no figures (no plots/ folder)"}
+
+
+def quick_settings() -> list[str]:
+    """``QUICK`` as ``--set`` overrides."""
+    return [f"{key}={toml_value(value)}" for key, value in QUICK.items()]
+
+
+def _setting(config, key: str, default: bool = False):
+    """The value of a dotted ``key`` ('eval.bootstrap') in ``config``, or its default."""
+    section, name = key.split(".")
+    options = getattr(config, section)
+    return getattr(type(options)() if default else options, name)
+
+
+def _quick_keys(config) -> list[str]:
+    """The keys of ``QUICK`` that ``config`` holds at their quick value."""
+    return [key for key, value in QUICK.items() if _setting(config, key) == value]
+
+
+def left_out(config) -> dict[str, str]:
+    """{'key = value': what is missing} for each part of a full run that ``config`` leaves out (``QUICK``)."""
+    return {f"{key} = {toml_value(QUICK[key])}": _LEFT_OUT[key] for key in _quick_keys(config)}
+
+
+def left_out_markdown(config, quick: bool) -> str:
+    """The report's paragraph on what ``left_out`` names, why, and the command that adds it; '' if nothing."""
+    missing = left_out(config)
+    if not missing:
+        return ""
+    restore = " ".join(f"--set {key}={toml_value(_setting(config, key, default=True))}" for key in _quick_keys(config))
+    why = "this is a quick run (`mlnb run --quick`)" if quick else "the config says so"
+    return (f"Left out because {why}: " + "; ".join(f"{setting}, so {what}" for setting, what in missing.items())
+            + f". Every table is written as in a full run; `mlnb run config.toml {restore}` adds what is missing.")
+
+
+def write_results(result: StudyResult, root: str | Path = "results", command: str | None = None,
+                  quick: bool = False) -> Path:
+    """Write the results folder of ``result`` under ``root`` and return its path; ``quick``: the run's
+    config was made by ``mlnb run --quick`` (``QUICK``), which the summary and the report say."""
     with atomic_folder(Path(root), result.config.name) as staging:
         folder = staging.path
         (folder / "config.toml").write_text(dump_toml(with_absolute_paths(result.config)), encoding="utf-8")
@@ -168,10 +219,13 @@ def write_results(result: StudyResult, root: str | Path = "results", command: st
             plot_files = _write_tables_and_plots(result, folder)
         if scores_written is not None:
             scores_written.result()  # its error, if it had one
-        _write_json(folder / "summary.json", _summary_json(result, command))
+        _write_json(folder / "summary.json", _summary_json(result, command, quick))
         where_time_went = "" if result.timings is None else \
             "\n## Where the time went\n\n" + result.timings.markdown() + "\n"  # writing: until summary.json
-        (folder / "report.md").write_text(study_markdown(result, plot_files) + where_time_went, encoding="utf-8")
+        title, body = study_markdown(result, plot_files).split("\n\n", 1)
+        left = left_out_markdown(result.config, quick)  # under the title: read before any number
+        (folder / "report.md").write_text(f"{title}\n\n" + (f"{left}\n\n" if left else "") + body + where_time_went,
+                                          encoding="utf-8")
     if result.config.tracking.mlflow_uri:  # the folder has its report.html and index.html (atomic_folder)
         track(staging.final, result.config.tracking)
     return staging.final
@@ -208,13 +262,18 @@ def _write_tables_and_plots(result: StudyResult, folder: Path) -> list[Path]:
     return plot_files
 
 
+#: the address of the MLflow run of each results folder that this process logged (``mlnb run`` prints it)
+mlflow_runs: dict[Path, str] = {}
+
+
 def track(folder: Path, tracking) -> str | None:
-    """Log a written results folder to MLflow (``[tracking]``, ``mlnb.tracking``); the MLflow run id. A
-    failure there is a warning: the results folder is complete without it."""
+    """Log a written results folder to MLflow (``[tracking]``, ``mlnb.tracking``); the MLflow run id (its
+    address in ``mlflow_runs``). A failure there is a warning: the results folder is complete without it."""
     from mlnb.tracking import log_run  # imports MLflow: only when a config asks for it
 
     try:
-        return log_run(folder, tracking.mlflow_uri, tracking.experiment)
+        run_id, mlflow_runs[folder] = log_run(folder, tracking.mlflow_uri, tracking.experiment)
+        return run_id
     except Exception as error:  # noqa: BLE001  (MLflow's own errors, a store that cannot be written)
         warnings.warn(MlnbWarning(f"{folder}: written, but not logged to MLflow at {tracking.mlflow_uri} "
                                   f"({type(error).__name__}: {' '.join(str(error).split())[:300]})"))
@@ -246,13 +305,15 @@ def _schedule_line(curve) -> str:
 
 
 def write_curve(curve, root: str | Path = "results") -> Path:
+    from mlnb.report import plots
+
     means = curve.table.groupby(["model", "size"])[list(curve.metrics)].mean().reset_index()
     lines = [f"# mlnb learning curve: {curve.config.name}", "",
              f"Mean test metrics over {curve.table['seed'].nunique()} training samples per size. Models: "
-             + "; ".join(f"{name} = {label}" for name, label in curve.labels.items()) + ".", "",
+             + "; ".join(f"{plain(name)} = {plain(label)}" for name, label in curve.labels.items()) + ".", "",
              markdown_table(means.set_index("model")), "", _schedule_line(curve), ""]
     for pair, found in curve.crossings.items():
-        lines += [f"Where the mean curves of {pair.replace('-vs-', ' and ')} cross:", ""]
+        lines += [f"Where the mean curves of {plain(pair.replace('-vs-', ' and '))} cross:", ""]
         for metric, sizes in found.items():
             lines.append(f"- {metric}: " + (", ".join(f"~{s:,.0f} training documents" for s in sizes) if sizes
                                              else "they do not cross in this range"))
@@ -273,14 +334,16 @@ def config_diff_markdown(comparison, diff) -> str:
     table = pd.DataFrame([(key, toml_value(a) if a is not None else "(not set)",
                            toml_value(b) if b is not None else "(not set)") for key, a, b in diff],
                          columns=["key", comparison.name_a, comparison.name_b]).set_index("key")
-    return "## What differs\n\n" + markdown_table(table.map(plain)) + "\n"
+    return "## What differs\n\n" + markdown_table(table) + "\n"
 
 
 def write_comparison(comparison, root: str | Path = "results", sources: list[str] = (), diff=()) -> Path:
     """A results folder for `mlnb compare`: comparison.csv, summary.json, the plot, report.md (the config
     ``diff``, (key, value of a, value of b) rows, at its top)."""
-    report = (f"# mlnb compare\n\nRuns: {', '.join(sources)}\n\n" + config_diff_markdown(comparison, diff) + "\n"
-              + comparison_markdown(comparison))
+    report = (f"# mlnb compare\n\nRuns: {', '.join(map(plain, sources))}\n\n" + config_diff_markdown(comparison, diff)
+              + "\n" + comparison_markdown(comparison))
+    from mlnb.report import plots
+
     colors = plots.pair_colors(comparison)
     return _write_study_folder(root, "compare", {"comparison.csv": comparison_frame([comparison])},
                                {**comparison.summary(), "runs": list(sources),

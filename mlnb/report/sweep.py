@@ -21,6 +21,7 @@ import pandas as pd
 from mlnb.config import config_dict, dump_toml
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
 from mlnb.report import plots
+from mlnb.report.escape import plain
 from mlnb.report.folder import atomic_folder
 from mlnb.report.plots import _figure, _save
 from mlnb.report.provenance import provenance, with_absolute_paths
@@ -85,15 +86,17 @@ def sweep_markdown(sweep) -> str:
     metric = sweep.metric
     what = metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
     s = sweep.config.sweep
-    chosen = ", ".join(f"`{k} = {sweep.best[k]}`" for k in keys)
+    # plain text, not a code span: a swept value may hold a backtick
+    chosen = ", ".join(f"{plain(k)} = {plain(sweep.best[k])}" for k in keys)
     lines = [f"# mlnb sweep: {sweep.config.name}", "",
-             f"Model {sweep.model} over {', '.join(keys)}; validation {what} on {s.repeats} seeded hash splits of the "
-             f"training part (repeat 0: {sweep.n_validation} validation documents, {sweep.n_fit} fit the models); "
+             f"Model {plain(sweep.model)} over {', '.join(map(plain, keys))}; validation {what} on {s.repeats} "
+             f"seeded hash splits of the training part (repeat 0: {sweep.n_validation} validation documents, "
+             f"{sweep.n_fit} fit the models); "
              "the test part is read once, after the choice.", "",
              f"**Chosen** ({s.rule}: {RULES[s.rule]}): {chosen}: validation {what} {sweep.best[metric]:.4f} "
              f"(se {sweep.best[metric + '_se']:.4f}).", ""]
     if sweep.best_mean and any(sweep.best_mean[k] != sweep.best[k] for k in keys):
-        lines += ["The best mean was " + ", ".join(f"`{k} = {sweep.best_mean[k]}`" for k in keys) +
+        lines += ["The best mean was " + ", ".join(f"{plain(k)} = {plain(sweep.best_mean[k])}" for k in keys) +
                   f" ({sweep.best_mean[metric]:.4f}); within one standard error, the earlier setting of the grid "
                   "was chosen.", ""]
     lines += [_test_line(sweep, what), "", "`best.toml` is the chosen setting's config: `mlnb run best.toml` "

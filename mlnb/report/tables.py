@@ -6,6 +6,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from mlnb import timings
+from mlnb.report.escape import plain
+
 SUMMARY_COLUMNS = {"macro_auc": "macro AUC", "micro_auc": "micro AUC", "micro_f1": "micro F1",
                    "macro_f1": "macro F1", "mean_expected_accuracy": "mean exp. accuracy",
                    "mean_log_loss": "mean log loss"}
@@ -42,11 +45,27 @@ def summary_table(result) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+def compiling_note(result) -> str:
+    """What the fit seconds leave out: the seconds numba spent compiling the kernels during the fits (a first
+    run: seconds to minutes) or loading them from its cache (``ModelRun.compile_seconds``), per model, in this
+    process; '' when that was nothing."""
+    compiled = {run.name: getattr(run, "compile_seconds", 0.0) for run in result.models}
+    total = sum(compiled.values())
+    if total < 0.005:
+        return ""
+    each = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in compiled.items() if seconds >= 0.005)
+    if timings.compiled_here():
+        return f"first run: {total:.2f} s of compiling the kernels ({each}), not counted in fit s"
+    return f"fit s leaves out {total:.2f} s of loading the compiled kernels from numba's cache ({each})"
+
+
 def format_summary(result) -> str:
     """The summary for the terminal: a legend of the model names, then the table."""
     table = summary_table(result)
     legend = "\n".join(f"  {name}: {label}" for name, label in table["label"].items())
     text = "models:\n" + legend + "\n" + table.drop(columns="label").to_string(float_format=lambda v: f"{v:.4f}")
+    if compiling_note(result):
+        text += "\n" + compiling_note(result)
     first = result.models[0].evaluation.summary
     what = "classes have no test document" if result.config.task == "multiclass" else \
         "categories have no positive or no negative test document"
@@ -79,7 +98,7 @@ def confusion_frame(result) -> pd.DataFrame:
 
 
 def metrics_frame(result) -> pd.DataFrame:
-    """One row per model × category, with the DeLong interval of each AUC."""
+    """One row per model × category, with the score interval of each AUC (``metrics.auc_intervals``)."""
     frames = []
     for run in result.models:
         table = run.evaluation.per_category.copy()
@@ -183,9 +202,10 @@ def _micro_f1(Y: sp.csr_matrix, decisions, pooled: np.ndarray) -> float:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join([frame.index.name or ""] + list(frame.columns)) + " |"
+    """A pipe table; every header, row name and text cell escaped (``plain``): names come from the data."""
+    header = "| " + " | ".join(plain(name) for name in [frame.index.name or ""] + list(frame.columns)) + " |"
     rule = "|" + "---|" * (len(frame.columns) + 1)
-    body = ["| " + " | ".join([str(i)] + [_cell(v) for v in row]) + " |"
+    body = ["| " + " | ".join([plain(i)] + [_cell(v) for v in row]) + " |"
             for i, row in zip(frame.index, frame.itertuples(index=False))]
     return "\n".join([header, rule, *body])
 
@@ -193,4 +213,4 @@ def markdown_table(frame: pd.DataFrame) -> str:
 def _cell(value) -> str:
     if isinstance(value, (float, np.floating)):
         return "n/a" if np.isnan(value) else f"{value:.4f}"
-    return str(value)
+    return plain(value)

@@ -1,5 +1,6 @@
 """The Dask backend on a real LocalCluster with two worker processes."""
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -129,3 +130,65 @@ def test_a_worker_compiles_a_kernel_when_the_main_module_imported_numba(tmp_path
                       "    backend.close()\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "compiled [42]" in done.stdout, done.stderr[-2000:]
+
+
+class _Client:
+    """A client whose dashboard_link is ``link`` (or raises it, as distributed's does for a scheduler without
+    a dashboard), on a scheduler whose machine has bokeh or not."""
+
+    def __init__(self, link, bokeh):
+        self.link, self.bokeh = link, bokeh
+
+    @property
+    def dashboard_link(self):
+        if isinstance(self.link, Exception):
+            raise self.link
+        return self.link
+
+    def run_on_scheduler(self, function):
+        assert function() is (importlib.util.find_spec("bokeh") is not None)  # it asks about bokeh
+        return self.bokeh
+
+
+@pytest.mark.parametrize("link, bokeh, line", [
+    ("http://127.0.0.1:40123/status", True, "dask dashboard: http://127.0.0.1:40123/status\n"),
+    ("http://127.0.0.1:40123/status", False,  # the page says "Dask needs bokeh": no dashboard
+     "dask dashboard: not running (the scheduler's machine needs bokeh: pip install bokeh)\n"),
+    ("", True, ""),  # a scheduler started without a dashboard: nothing said
+    (KeyError("dashboard"), True, ""),  # distributed's own error for one
+])
+def test_the_dashboard_address_is_one_line_when_a_dashboard_runs(backend, monkeypatch, capsys, link, bokeh, line):
+    from mlnb import progress
+
+    monkeypatch.setattr(backend, "client", _Client(link, bokeh))
+    monkeypatch.setattr(progress, "_enabled", True)
+    backend._announce_dashboard()
+    assert capsys.readouterr().err == line
+
+
+def test_the_local_clusters_dashboard_is_found_where_bokeh_serves_it(backend):
+    link = backend.dashboard_link()
+    if importlib.util.find_spec("bokeh") is None:
+        assert link == ""  # distributed serves no dashboard without bokeh
+    else:
+        assert link.startswith("http://127.0.0.1:") and link.endswith("/status")
+
+
+@pytest.mark.slow
+def test_the_printed_dashboard_answers(capsys):
+    """With bokeh installed, the line names a page that the dashboard serves (its port is random)."""
+    import re
+    import urllib.request
+
+    pytest.importorskip("bokeh", reason="distributed serves its dashboard only where bokeh is installed")
+    from mlnb import progress
+
+    was_enabled = progress.is_enabled()
+    progress.enable(True)
+    try:
+        with DaskBackend(n_workers=1, timeout=60):
+            link = re.fullmatch(r"dask dashboard: (http://\S+)\n", capsys.readouterr().err).group(1)
+            with urllib.request.urlopen(link, timeout=30) as page:
+                assert page.status == 200
+    finally:
+        progress.enable(was_enabled)

@@ -74,6 +74,7 @@ plots = false
     lines = [str(w.message) for w in caught if issubclass(w.category, MlnbWarning) and "mixes" in str(w.message)]
     assert len(lines) == 1 and "engine.mix_every = 1" in lines[0] and "shards" in lines[0]
     assert result.model("lr").model.history_[0]["mixing_rounds"] == 1  # one file per worker: one round
+    assert result.data["streaming"]["dask_training"] == {"lr": "mixing"}  # what the report says
 
 
 def test_a_model_with_nothing_to_mix_runs_on_one_worker_when_mixing_is_asked():
@@ -98,3 +99,29 @@ def test_a_model_with_nothing_to_mix_runs_on_one_worker_when_mixing_is_asked():
     trainer = SourceTrainer("lr", reading, [], None, Backend(), 1, 16, "mixing")
     assert trainer.minibatch(LogisticRegression(solver="svrg")).done and calls == [fit_logistic_on_worker]
     assert LogisticRegression().mixes_parameters and not LogisticRegression(solver="svrg").mixes_parameters
+
+
+@pytest.mark.parametrize("asked, solver, backend_name, ran", [
+    ("one_worker", "minibatch", "dask", "one_worker"),
+    ("mixing", "minibatch", "dask", "mixing"),
+    ("mixing", "svrg", "dask", "one_worker"),  # nothing to mix: what ran, not what was asked
+    ("mixing", "minibatch", "local", None),
+])
+def test_the_trainer_records_how_the_model_trained(monkeypatch, asked, solver, backend_name, ran):
+    """The report's sentence on Dask comes from this record (``dask_training_``), not from the config."""
+    from types import SimpleNamespace
+
+    from mlnb.engine import fitting
+    from mlnb.models.logistic import LogisticRegression
+
+    class Backend:
+        name, n_workers = backend_name, 2
+
+        def map(self, function, items, *args, description=""):
+            return [SimpleNamespace(done=True)]
+
+    for name in ("fit_logistic_here", "_fit_mixed"):
+        monkeypatch.setattr(fitting, name, lambda *args, **kwargs: SimpleNamespace(done=True))
+    reading = SimpleNamespace(source=SimpleNamespace(n_features=10, n_categories=2))
+    trainer = fitting.SourceTrainer("lr", reading, [], None, Backend(), 1, 16, asked)
+    assert trainer.minibatch(LogisticRegression(solver=solver)).done and trainer.ran == ran

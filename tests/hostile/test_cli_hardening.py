@@ -113,7 +113,9 @@ def test_a_label_that_is_not_one_short_line_is_refused(label):
 def test_report_markdown_escapes_labels_and_category_names():
     from mlnb.report.markdown import plain
 
-    assert plain("a\nb | *c* _d_ [e](f) <g>") == "a b \\| \\*c\\* \\_d\\_ \\[e\\](f) \\<g\\>"
+    # markup characters escaped for Markdown, and '<' '>' as HTML entities (a viewer that renders
+    # inline HTML would otherwise read a name as a tag)
+    assert plain("a\nb | *c* _d_ [e](f) <g>") == "a b \\| \\*c\\* \\_d\\_ \\[e\\]\\(f\\) &lt;g&gt;"
 
 
 def test_npasses_is_bounded():

@@ -285,6 +285,27 @@ def test_signal_while_the_folder_is_written_removes_the_staging_folder(tmp_path,
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # restored
 
 
+@pytest.mark.parametrize("where", ["mlnb.report.html.refresh_index", "mlnb.report.tables.format_summary"])
+def test_signal_after_the_folder_is_in_place_says_done_and_keeps_it(tmp_path, hostile_data, monkeypatch, where):
+    """A SIGINT at the very end (the index page rewritten, the summary printed) said 'interrupted', exit 130,
+    and left the complete results folder in place: the line must say which happened."""
+    import importlib
+
+    module, name = where.rsplit(".", 1)
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)  # the handler raises here
+
+    monkeypatch.setattr(importlib.import_module(module), name, signalled)
+    result = invoke("run", QUICKSTART, "--out", tmp_path, *hostile_data)
+    (folder,) = (tmp_path / "quickstart").iterdir()
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"done: results in {folder} (interrupted after they were complete"), result.output
+    assert (folder / "summary.json").is_file() and (folder / "report.html").is_file()
+
+
 @pytest.mark.parametrize("command", ["run", "sweep", "curve"])
 def test_keyboard_interrupt_at_start_up(tmp_path, monkeypatch, command):
     import mlnb.study

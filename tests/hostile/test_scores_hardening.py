@@ -252,7 +252,8 @@ def test_compared_pairs_whose_file_names_collide_get_distinct_plot_files(tmp_pat
     monkeypatch.setattr(plots, "study_colors", lambda result: defaultdict(lambda: "k"))
     pairs = [("x_vs", "y"), ("x", "vs_y"), ("NB", "lr"), ("nb", "LR"), ("nb", "lr2")]
     result = SimpleNamespace(config=SimpleNamespace(report=SimpleNamespace(category=0), task="multilabel"),
-                             comparisons=[SimpleNamespace(name_a=a, name_b=b) for a, b in pairs], models=[])
+                             comparisons=[SimpleNamespace(name_a=a, name_b=b) for a, b in pairs], models=[],
+                             category_names=["c0", "c1"])  # more than one: the per-category figures are drawn
     made = results._study_plots(result, tmp_path)
     pair_files = [name for name in written if name.startswith(("auc_scatter_", "auc_difference_"))]
     assert len(pair_files) == 2 * len(pairs) == len({name.casefold() for name in pair_files})

@@ -70,3 +70,11 @@ def test_study_figures_are_written_without_pyplot(tmp_path):
                      "auc_by_frequency.png": (840, 540), "auc_scatter_lr_vs_nb.png": (720, 660),
                      "auc_difference_lr_vs_nb.png": (1320, 540)}
     assert "matplotlib.pyplot" not in sys.modules or not __import__("matplotlib.pyplot").pyplot.get_fignums()
+
+
+def test_a_quick_run_imports_no_matplotlib(tmp_path):
+    code = ("from typer.testing import CliRunner\nfrom mlnb.cli import app\n"
+            f"done = CliRunner().invoke(app, ['run', 'configs/quickstart.toml', '--out', {str(tmp_path)!r}, '--quick', "
+            "'--quiet', '--set', 'data.synthetic.n_documents=1500', '--set', 'data.synthetic.n_features=800'])\n"
+            "assert done.exit_code == 0, done.output")
+    assert "matplotlib" not in _imported_after(code)  # its import is a part of the figures' time

@@ -145,3 +145,36 @@ def test_scores_are_stored_the_rest_deflated_and_old_files_still_load(tmp_path):
         assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}
     old = load_scores(folder)
     assert all(np.array_equal(new.scores[k], old.scores[k]) for k in new.scores)
+
+
+def test_the_data_fingerprint_is_the_one_taken_when_the_data_was_read(corpus, tmp_path):
+    """It was taken when the results were written: a file replaced while the models trained was recorded as
+    the new file (and a deleted one as an error), not as the data the results came from."""
+    from mlnb.report.results import write_results
+
+    data = tmp_path / "tiny.svm"
+    data.write_bytes((corpus / "tiny.svm").read_bytes())
+    read = hashlib.sha256(data.read_bytes()).hexdigest()
+    result = run_study(load_config(corpus / "study.toml", [f"data.svmlight.path={data}"]))
+    data.write_text("1 1:1\n")  # replaced after the run read it
+    folder = write_results(result, tmp_path / "out")
+    (entry,) = json.loads((folder / "summary.json").read_text())["data_fingerprint"]["files"]
+    assert entry["sha256"] == read and entry["size"] == (corpus / "tiny.svm").stat().st_size
+
+
+def test_git_variables_of_the_environment_do_not_redirect_the_recorded_commit(tmp_path, monkeypatch):
+    import subprocess
+
+    from mlnb.report.provenance import git_state
+
+    own = git_state()
+    if own[0] is None:
+        pytest.skip("mlnb does not run from a git checkout here (or git is missing)")
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    subprocess.run(["git", "-C", str(other), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "other"], check=True)
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    assert git_state()[0] == own[0]

@@ -49,7 +49,7 @@ class Page(HTMLParser):
             self.images.append(attrs.get("src", ""))
         if tag == "a":
             self.links.append(attrs.get("href", ""))
-        if tag in ("script", "link", "iframe"):
+        if tag in ("link", "iframe") or (tag == "script" and "src" in attrs):  # index.html's inline script is its own
             self.external.append(f"<{tag}>")
 
 
@@ -90,7 +90,7 @@ def test_report_html_embeds_every_plot_and_links_only_its_own_files(folder):
     shown = re.findall(r"!\[[^\]]*\]\((plots/[^)]+)\)", (folder / "report.md").read_text())
     page = check_self_contained(folder / "report.html", [folder / p for p in shown])
     assert sorted(shown) == sorted(f"plots/{p.name}" for p in (folder / "plots").glob("*.png"))
-    assert {"config.toml", "summary.json", "metrics.csv", "scores.npz"} <= set(page.links)
+    assert {"./config.toml", "./summary.json", "./metrics.csv", "./scores.npz"} <= set(page.links)
     text = (folder / "report.html").read_text()
     assert "<h1>mlnb study: quickstart</h1>" in text and "<table>" in text
     assert "<title>mlnb study: quickstart</title>" in text and ".partial-" not in text  # written before the rename
@@ -140,14 +140,18 @@ def test_overrides_are_read_from_the_recorded_command():
     assert overrides_of("mlnb run 'unbalanced --set a=1") == ["a=1"]
 
 
-def test_a_damaged_summary_is_listed_not_fatal(tmp_path):
+def test_a_quick_run_shows_quick_among_its_overrides():
+    assert overrides_of("mlnb run c.toml --quick --set a=1 --quiet") == ["--quick", "a=1"]
+
+
+def test_a_damaged_summary_is_named_not_fatal(tmp_path):
     bad = tmp_path / "study" / "20260101-000000"
     bad.mkdir(parents=True)
     (bad / "summary.json").write_text("{not json")
-    (entry,) = find_runs(tmp_path)
-    assert entry.kind == "unreadable"
+    assert find_runs(tmp_path) == []
     result = CliRunner().invoke(app, ["runs", str(tmp_path)])
-    assert result.exit_code == 0 and "unreadable" in result.output
+    assert result.exit_code == 0
+    assert f"warning: {bad / 'summary.json'}: not listed (not JSON: Expecting property name" in result.output
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="no headless browser at /usr/bin/chromium (Debian: apt-get "
@@ -184,3 +188,90 @@ def test_summary_records_what_re_runs_it(folder):
     assert summary["data_seed"] == summary["seed"] == 0
     assert shutil.which("git") is None or summary["git_commit"] is None or (
         summary["git_commit"].endswith("-dirty") == summary["git_dirty"])
+
+
+def _fake_run(folder: Path, created: str, aucs: dict) -> None:
+    """A results folder as `mlnb runs` reads it: a summary.json with the headline only."""
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({
+        "name": folder.parent.name, "created": created, "command": "mlnb run c.toml",
+        "models": {model: {"macro_auc": auc} for model, auc in aucs.items()}}))
+
+
+def test_runs_of_a_sibling_folder_are_found_from_its_parent(tmp_path, monkeypatch):
+    """`mlnb runs ..` from a sibling folder: the runs a config's own folder made lie four levels down."""
+    project = tmp_path / "project"
+    _fake_run(project / "configs" / "results" / "quickstart" / "20260101-000000", "2026-01-01T00:00:00", {"nb": 0.8})
+    (project / "notes").mkdir()
+    (project / ".venv" / "a" / "summary.json").mkdir(parents=True)  # hidden: never searched, never named
+    monkeypatch.chdir(project / "notes")
+    result = CliRunner().invoke(app, ["runs", ".."])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1].startswith("configs/results/quickstart/20260101-000000  run")
+    assert "warning" not in result.output
+
+
+def test_the_search_is_bounded_and_says_where_it_stopped(tmp_path, monkeypatch):
+    import mlnb.report.runs as runs
+
+    monkeypatch.setattr(runs, "MAX_FOLDERS", 5)
+    for name in "abcdefgh":
+        (tmp_path / name).mkdir()
+    _fake_run(tmp_path / "a" / "study" / "1", "2026-01-01T00:00:00", {"nb": 0.8})
+    found, skipped = runs.scan_runs(tmp_path)
+    assert found == [] and len(skipped) == 1
+    assert str(skipped[0]) == (f"{tmp_path / 'e'}: not listed (not searched, nor any folder after it: the search "
+                               "stops after 5 folders (name a folder nearer the results))")
+
+
+def test_index_lists_runs_in_the_order_of_mlnb_runs_with_a_sortable_column_per_metric(tmp_path):
+    for stamp, created, aucs in [("1", "2026-01-01T10:00:00", {"nb": 0.9, "lr": 0.7}),
+                                 ("2", "2026-01-02T10:00:00", {"nb": 0.95}),
+                                 ("3", "2026-01-03T10:00:00", {"nb": 0.85, "lr": 0.75})]:
+        _fake_run(tmp_path / "study" / stamp, created, aucs)
+    listed = CliRunner().invoke(app, ["runs", str(tmp_path), "--html"])
+    assert listed.exit_code == 0, listed.output
+    order = [line.split()[0] for line in listed.output.splitlines()[1:4]]
+    assert order == ["study/1", "study/2", "study/3"]  # oldest first
+    text = (tmp_path / "index.html").read_text()
+    assert re.findall(r'<a href="\./study/\d/report\.html">(study/\d)</a>|<td class="text">(study/\d)</td>',
+                      text) == [("", f) for f in order]
+    titles = re.findall(r"<th[^>]*>([^<]*)</th>", text)
+    assert titles == ["folder", "kind", "created", "data", "models", "macro AUC nb", "macro AUC lr", "overrides"]
+    rows = re.findall(r"<tr>(.*?)</tr>", text)[1:]
+    assert [re.findall(r'<td data-value="([^"]+)">([^<]+)</td>', row) for row in rows] == [
+        [("0.9", "0.9000"), ("0.7", "0.7000")], [("0.95", "0.9500")], [("0.85", "0.8500"), ("0.75", "0.7500")]]
+    assert all(row.count("<td") == len(titles) for row in rows)  # a missing metric is an empty cell
+    assert "<script>" in text and "aria-sort" in text and parse(tmp_path / "index.html").external == []
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="no headless browser at /usr/bin/chromium (Debian: apt-get "
+                    "install chromium); the parser-based test above still checks the page's columns and order")
+def test_index_sorts_by_a_metric_in_a_browser(tmp_path):
+    """A click on a metric's title sorts the rows by its numbers, a second click the other way, a run without
+    the metric last both ways; a click on a text column's title sorts it in natural order."""
+    for stamp, created, aucs in [("1", "2026-01-01T10:00:00", {"nb": 0.9, "lr": 0.7}),
+                                 ("2", "2026-01-02T10:00:00", {"nb": 0.95}),
+                                 ("10", "2026-01-03T10:00:00", {"nb": 0.85, "lr": 0.75}),
+                                 ("3", "2026-01-04T10:00:00", {"nb": 0.5, "lr": 0.125})]:
+        _fake_run(tmp_path / "results" / "study" / stamp, created, aucs)
+    root = tmp_path / "results"
+    assert CliRunner().invoke(app, ["runs", str(root), "--html"]).exit_code == 0
+    probe = ("<script>window.addEventListener('load', () => { const th = [...document.querySelectorAll('th')]; "
+             "const order = () => [...document.querySelectorAll('tbody tr')].map(r => r.cells[0].textContent)"
+             ".join(' '); const seen = [order()]; for (const title of ['macro AUC lr', 'macro AUC lr', 'folder']) "
+             "{ th.find(h => h.textContent === title).click(); seen.push(order()); } "
+             "document.body.setAttribute('data-probe', seen.join('|')); });</script>")
+    page = root / "probe.html"
+    page.write_text((root / "index.html").read_text().replace("</body>", probe + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    dom = subprocess.run([str(CHROMIUM), *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120)
+    found = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert found is not None, dom.stderr[-2000:]
+    assert found.group(1).split("|") == [
+        "study/1 study/2 study/10 study/3",  # as `mlnb runs` lists them: oldest first
+        "study/3 study/1 study/10 study/2",  # lr ascending: 0.125, 0.7, 0.75, then the run without lr
+        "study/10 study/1 study/3 study/2",  # descending; still last
+        "study/1 study/2 study/3 study/10"]  # by folder: natural order, 10 after 3

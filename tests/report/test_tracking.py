@@ -5,6 +5,7 @@ it where it is not installed is one clear line before any data is read."""
 import dataclasses
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,46 @@ def test_a_run_is_logged_to_a_local_file_store(study, tmp_path):
     assert run.data.tags["mlnb.folder"] == str(folder.resolve())
     artifacts = {entry.path for entry in client.list_artifacts(run.info.run_id)}
     assert {"config.toml", "summary.json", "report.html", "metrics.csv"} <= artifacts
+
+
+def test_the_mlflow_run_lasts_as_long_as_the_study_and_says_where_it_is(study, tmp_path):
+    """Logged at the end, the run lasted the second logging took (0.4 s); it lasts as the study did."""
+    pytest.importorskip("mlflow", reason="MLflow is the optional extra mlnb[tracking]; not installed here")
+    from mlflow.tracking import MlflowClient
+
+    folder = write_results(study, tmp_path / "results")
+    summary = json.loads((folder / "summary.json").read_text())
+    assert [row["stage"] for row in summary["timings"]][-1] == "total"
+    summary["timings"] = [{"stage": "load", "seconds": 3000.0}, {"stage": "total", "seconds": 3600.0}]
+    (folder / "summary.json").write_text(json.dumps(summary))
+    uri = (tmp_path / "mlruns").as_uri()
+    run_id, address = mlnb.tracking.log_run(folder, uri, "mlnb-test")
+    run = MlflowClient(tracking_uri=uri).get_run(run_id)
+    assert run.info.end_time - run.info.start_time == pytest.approx(3_600_000, abs=2)
+    assert address == (f"run {run_id} of experiment {run.info.experiment_id} in {uri} "
+                       f"(to see it: MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri {uri})")
+
+
+def test_a_tracking_server_run_is_addressed_by_its_page():
+    assert mlnb.tracking.run_address("http://mlflow.lan:5000/", "7", "ab12") == \
+        "http://mlflow.lan:5000/#/experiments/7/runs/ab12"
+    assert mlnb.tracking.run_address("sqlite:///m.db", "7", "ab12") == \
+        "run ab12 of experiment 7 in sqlite:///m.db (to see it: mlflow ui --backend-store-uri sqlite:///m.db)"
+
+
+def test_mlnb_run_prints_the_mlflow_run_before_the_results(tmp_path):
+    pytest.importorskip("mlflow", reason="MLflow is the optional extra mlnb[tracking]; not installed here")
+    from typer.testing import CliRunner
+
+    from mlnb.cli import app
+
+    uri = (tmp_path / "mlruns").as_uri()
+    sets = [word for setting in TINY + [f"tracking.mlflow_uri={uri}"] for word in ("--set", setting)]
+    result = CliRunner().invoke(app, ["run", "configs/quickstart.toml", "--out", str(tmp_path / "results"), *sets])
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "results" / "quickstart").iterdir()
+    lines = result.output.strip().splitlines()
+    assert re.fullmatch(rf"mlflow: run \w+ of experiment \d+ in {re.escape(uri)} \(to see it: "
+                        rf"MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri {re.escape(uri)}\)",
+                        lines[-3]), lines
+    assert lines[-1] == f"results: {folder}"
