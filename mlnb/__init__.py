@@ -23,7 +23,11 @@ __all__ = ["Dataset", "Evaluation", "LinearSVM", "LogisticRegression", "MlnbErro
            "NBLogisticRegression", "NotFittedError", "PriorBaseline", "SklearnLogisticRegression", "evaluate",
            "load_svmlight_dataset", "make_rcv1_like", "plot", "roc_auc", "__version__"]
 
-_export, __dir__ = lazy_exports("mlnb", _EXPORTS, globals())
+_export, _exported = lazy_exports("mlnb", _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted(set(_exported()) | set(_SUBMODULES))  # mlnb.plot is listed before its first import
 
 
 def __getattr__(name: str):

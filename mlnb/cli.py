@@ -2,7 +2,9 @@
 
 Exit codes: 0 done; 2 bad input (one line ``error: ...``); 130 Ctrl-C (SIGINT) and 143 SIGTERM
 (128 + the signal's number, as shells report them), each after one line ``interrupted`` and with
-no ``.partial-*`` staging folder left behind. Every command that writes checks its ``--out``
+no ``.partial-*`` staging folder left behind. A signal that comes once the command's results folder
+is in place (only the index page, MLflow or the summary lines were left) is exit 0 and one line
+``done: results in ...``: the results are complete, and kept. Every command that writes checks its ``--out``
 before it loads any data.
 
 Any other exception (a file that cannot be read or written, input nested too deeply for Python's
@@ -229,10 +231,29 @@ def _imported() -> None:
         gc.enable()
 
 
+def _run_clock() -> timings.Timings:
+    """The recording of ``mlnb run``: from the process's start (a ``start-up`` row: the interpreter, the
+    imports, the config) when this process is the ``mlnb`` command (``mlnb_entry``); else (a program or a
+    test calling the CLI) from now."""
+    entry = sys.modules.get("mlnb_entry")
+    if not getattr(entry, "RUNNING_AS_COMMAND", False):
+        return timings.Timings()
+    return timings.from_process_start(getattr(entry, "IMPORTED_AT", None))
+
+
+def _run_stages(config) -> list[str]:
+    """The stages a run of ``config`` enters, for its live line's count (``progress.run_display``)."""
+    return ["load", *([] if config.data.streaming else ["features"]), "fit", "score", "evaluate", "intervals",
+            *(["comparisons"] if config.compared_pairs() else []), *(["plots"] if config.report.plots else []),
+            "writing"]
+
+
 def _prepare_engine(config) -> None:
     """Before a study: spill folders that dead processes left in engine.spill_folder are removed, and a
-    streamed study's spill folder must be writable (checked now, not when the test scores are written)."""
+    streamed study's spill folder must be writable (checked now, not when the test scores are written), and
+    the first study on this cache compiles every kernel, in parallel processes (``mlnb.precompile``)."""
     from mlnb.backends.spill import check_spill_folder, clean_stale_spills
+    from mlnb.precompile import ensure_compiled
 
     removed = clean_stale_spills(config.engine.spill_folder)
     if removed:
@@ -240,28 +261,47 @@ def _prepare_engine(config) -> None:
                      f"{', '.join(str(path) for path in removed[:5])}{' ...' if len(removed) > 5 else ''}")
     if config.data.streaming:
         check_spill_folder(config.engine.spill_folder)
+    ensure_compiled()
 
 
 def _interruptible(command):
     """A command that ends on Ctrl-C or SIGTERM with one line and exit 128 + the signal number."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        from mlnb.report.folder import completed
+
+        written_before = len(completed)
         try:
             with _signals_as_interrupts(), _one_line_warnings():
                 return command(*args, **kwargs)
         except KeyboardInterrupt as stop:  # the staging folder is gone: atomic_folder removed it
-            _interrupted(stop)
+            _interrupted(stop, completed[written_before:])
         except (typer.Exit, typer.Abort):  # the command's own exit (click's Exit is a RuntimeError)
             raise
         except Exception as error:  # noqa: BLE001  (every other type: one line, exit 2)
             stop = _interrupt_behind(error)
             if stop is not None:
-                _interrupted(stop)
+                _interrupted(stop, completed[written_before:])
             _one_line_error(error)
     return wrapper
 
 
-def _interrupted(stop: KeyboardInterrupt):
+def _results_written(folder: Path, note: str = "") -> None:
+    """A command's last lines: the page to open, the folder's report.html, then the folder itself (last, as
+    ever: scripts read it from the last line)."""
+    if (folder / "report.html").is_file():  # written for every folder with a report.md (atomic_folder)
+        typer.echo(f"report: {folder / 'report.html'}")
+    typer.echo(f"results: {folder}{note}")
+
+
+def _interrupted(stop: KeyboardInterrupt, written: list[Path]):
+    """Exit 128 + the signal's number after one line 'interrupted', nothing written; or, when the command's
+    results folder was already in place (writing it is every command's last step), exit 0 after one line
+    'done: results in ...' that says what the interrupt may have cut short."""
+    if written:
+        typer.echo(f"done: results in {written[-1]} (interrupted after they were complete: the summary lines, "
+                   "index.html or MLflow tracking may be missing)", err=True)
+        raise typer.Exit(code=0)
     typer.echo("interrupted", err=True)
     raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
 
@@ -281,14 +321,19 @@ def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
 
 @app.command()
 @_interruptible
-def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. configs/quickstart.toml."),
+def run(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
+                                      help="Study config (TOML), e.g. configs/quickstart.toml."),
         out: Path = typer.Option(Path("results"), "--out", help="Root folder of the results: the run "
                                  "goes to OUT/<config name>/<timestamp>/."),
         set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
-        profile: bool = typer.Option(False, "--profile", help="Print the seconds of each stage (load, features, "
-                                     "fit per model, decide, score, evaluate, intervals, comparisons, plots, "
-                                     "writing) at the end; summary.json has them always.")) -> None:
+        profile: bool = typer.Option(False, "--profile", help="Print the seconds of each stage (start-up, load, "
+                                     "features, fit per model, decide, score, evaluate, intervals, comparisons, "
+                                     "plots, writing; numba's compiling apart) at the end, from the process's "
+                                     "start; summary.json has them always."),
+        quick: bool = typer.Option(False, "--quick", help="The tables only: --set eval.bootstrap=0 --set "
+                                   "report.plots=false before your own --set (no bootstrap intervals, no "
+                                   "figures); the report says what was left out.")) -> None:
     """Train every model of the study, evaluate every category, write a results folder.
 
     The folder holds the resolved config.toml, metrics.csv (model x category),
@@ -297,14 +342,14 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
     from mlnb.budget import check_budget
     from mlnb.config import load_config
     from mlnb.report.folder import check_writable
-    from mlnb.report.results import write_results
+    from mlnb.report.results import left_out, mlflow_runs, quick_settings, write_results
     from mlnb.report.tables import format_summary
     from mlnb.study import run_study
     _imported()
 
     progress.enable(not quiet)
     try:
-        study_config = load_config(config, set_ or [])
+        study_config = load_config(config, (quick_settings() if quick else []) + (set_ or []))
         check_writable(out, study_config.name)  # before the data: a bad --out fails in a second
         _prepare_engine(study_config)  # and a spill folder that cannot be written
         check_budget(study_config)  # and a run that cannot fit in memory too
@@ -312,17 +357,23 @@ def run(config: Path = typer.Argument(..., help="Study config (TOML), e.g. confi
             from mlnb.report import drawing
 
             drawing.start_early()  # many cores: the processes that draw the figures get ready meanwhile
-        with timings.recording() as clock:  # the stages of the study, the plots and the writing
+        # the stages of the study, the plots and the writing (from the process's start: --profile's total is the
+        # command's wall time), on a terminal with one live line
+        with timings.recording(_run_clock()) as clock, progress.run_display(clock, _run_stages(study_config)):
             result = run_study(study_config)
             with timings.stage("writing"):
-                folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
+                folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]), quick=quick)
     except MlnbError as error:
         _fail(error)
     data = result.data
+    if quick:
+        typer.echo(f"quick run, left out: {', '.join(left_out(study_config)) or 'nothing'} (see report.md)")
     typer.echo(f"{data['name']}: {data['n_train']} train / {data['n_test']} test documents, "
                f"{data['n_features_used']} features, {data['n_categories']} categories")
     typer.echo(format_summary(result))
-    typer.echo(f"results: {folder}")
+    if folder in mlflow_runs:
+        typer.echo(f"mlflow: {mlflow_runs[folder]}")
+    _results_written(folder)
     if profile:
         import numba
 
@@ -341,11 +392,13 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
                                                   "first model within one run, else the same as --model-a)."),
             alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm."),
             out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/compare/<timestamp>/.")) -> None:
-    """Paired per-category comparison of two models' AUCs: DeLong's test, Holm, sign test.
+    """Paired per-category comparison of two models' AUCs: DeLong's test (exact permutation where positives
+    are few), Holm, sign test.
 
     Both must have been evaluated on the same test documents (same data, split and seed).
     """
     from mlnb.report.folder import check_writable
+    from mlnb.report.markdown import tests_used
     from mlnb.report.results import write_comparison
     from mlnb.studies.compare import compare_runs, config_diff, default_pair, load_scores
     _imported()
@@ -371,30 +424,36 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
         _fail(error)
     counts, sign = comparison.counts(), comparison.sign
     typer.echo(f"a = {comparison.label_a} ({comparison.name_a})\nb = {comparison.label_b} ({comparison.name_b})")
-    typer.echo(f"significantly higher AUC (DeLong, Holm, alpha {alpha:g}): a in {counts['a_significantly_better']}, "
+    typer.echo(f"significantly higher AUC (Holm, alpha {alpha:g}): a in {counts['a_significantly_better']}, "
                f"b in {counts['b_significantly_better']}; no significant difference in "
                f"{counts['no_significant_difference']}; not testable {counts['not_testable']}")
     typer.echo(f"sign test: a higher in {sign.wins}, b higher in {sign.losses}, ties {sign.ties}, p = {sign.p_value:.3g}")
-    typer.echo(f"results: {folder}")
+    typer.echo(f"per-category tests: {tests_used(comparison)}")
+    _results_written(folder)
 
 
 @app.command()
 @_interruptible
 def runs(folder: Path = typer.Argument(Path("results"), help="A results root (what --out named), or any folder "
-                                       "above results folders."),
+                                       "above results folders (searched 6 levels down: `mlnb runs ..` from a "
+                                       "sibling of results/ finds them)."),
          html: bool = typer.Option(False, "--html", help="Also (re)write FOLDER/index.html, a page linking every "
-                                   "run's report.html (`mlnb run` rewrites it after each run).")) -> None:
+                                   "run's report.html, in this order, sortable by any column (`mlnb run` rewrites "
+                                   "it after each run).")) -> None:
     """List the results folders under FOLDER, oldest first: name, time, data, models, headline metric
-    (macro AUC per model), the --set overrides that made each."""
+    (macro AUC per model), the --set overrides that made each. A folder that cannot be read is named in
+    a warning and left out."""
     from mlnb.report.html import write_index
-    from mlnb.report.runs import find_runs, format_runs, runs_frame
+    from mlnb.report.runs import format_runs, runs_frame, scan_runs
     _imported()
 
     try:
         if not folder.is_dir():
             raise MlnbError(f"{folder}: no such folder (a results root, e.g. results/)")
-        entries = find_runs(folder)
-        page = write_index(folder) if html else None
+        entries, skipped = scan_runs(folder)
+        for left_out in skipped:
+            warnings.warn(MlnbWarning(str(left_out)))
+        page = write_index(folder, (entries, skipped)) if html else None
     except MlnbError as error:
         _fail(error)
     if not entries:
@@ -407,7 +466,8 @@ def runs(folder: Path = typer.Argument(Path("results"), help="A results root (wh
 
 @app.command()
 @_interruptible
-def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [sweep] section may hold the grid."),
+def sweep(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
+                                        help="Study config (TOML); its [sweep] section may hold the grid."),
           param: Optional[List[str]] = typer.Option(None, "--param", help="A swept key and its values, "
                                                     "e.g. --param models.lr.lrate=0.1,0.3,1 (repeatable; adds to "
                                                     "or replaces [sweep] params)."),
@@ -451,12 +511,13 @@ def sweep(config: Path = typer.Argument(..., help="Study config (TOML); its [swe
     if result.test:
         typer.echo(f"test: {metric} {result.test['value']:.4f} (refitted on {result.test['n_train']} training "
                    f"documents, {result.test['n_test']} test documents)")
-    typer.echo(f"results: {folder}  (best.toml: mlnb run {folder / 'best.toml'})")
+    _results_written(folder, f"  (best.toml: mlnb run {folder / 'best.toml'})")
 
 
 @app.command()
 @_interruptible
-def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] sets sizes and seeds."),
+def curve(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
+                                        help="Study config (TOML); [curve] sets sizes and seeds."),
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
           out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-curve/<timestamp>/."),
           quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
@@ -485,12 +546,13 @@ def curve(config: Path = typer.Argument(..., help="Study config (TOML); [curve] 
         for metric, sizes in found.items():
             typer.echo(f"{pair}, {metric}: " + (", ".join(f"curves cross at ~{s:,.0f}" for s in sizes)
                                                  or "no crossing"))
-    typer.echo(f"results: {folder}")
+    _results_written(folder)
 
 
 @app.command()
 @_interruptible
-def bench(config: Path = typer.Argument(..., help="Bench config (TOML): a study config whose [bench] corpora lists "
+def bench(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
+                                        help="Bench config (TOML): a study config whose [bench] corpora lists "
                                         "the corpora's study configs, e.g. configs/corpora.toml."),
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP + " E.g. --set bench.curves=true."),
           out: Path = typer.Option(Path("results"), "--out", help="Results root: OUT/<name>-bench/<timestamp>/."),
@@ -499,6 +561,7 @@ def bench(config: Path = typer.Argument(..., help="Bench config (TOML): a study 
     test (Iman-Davenport F), Nemenyi's critical difference with its diagram and Holm-adjusted Wilcoxon
     tests across them (Demšar 2006); with bench.curves, learning curves and crossover sizes per corpus."""
     from mlnb.config import load_config
+    from mlnb.metrics.across_corpora import MIN_CORPORA
     from mlnb.report.bench import ranks_frame, write_bench
     from mlnb.report.folder import check_writable
     from mlnb.studies.bench import corpus_configs
@@ -517,14 +580,16 @@ def bench(config: Path = typer.Argument(..., help="Bench config (TOML): a study 
     typer.echo(result.table.to_string(float_format=lambda v: f"{v:.4f}"))
     typer.echo(ranks_frame(result).drop(columns="label").to_string(float_format=lambda v: f"{v:.4f}"))
     typer.echo(f"Friedman over {f.n_corpora} corpora, {f.n_models} models: chi2_F = {f.chi2:.3f} (p = {f.chi2_p_value:.3g}), "
-               f"Iman-Davenport F_F = {f.f_statistic:.3f} (p = {f.f_p_value:.3g}); Nemenyi CD = "
-               f"{result.critical_difference:.3f}")
-    typer.echo(f"results: {folder}")
+               + (f"Iman-Davenport F_F undefined ({f.undefined})" if f.undefined else
+                  f"Iman-Davenport F_F = {f.f_statistic:.3f} (p = {f.f_p_value:.3g})")
+               + (f"; Nemenyi CD = {result.critical_difference:.3f}" if f.n_corpora >= MIN_CORPORA else ""))
+    _results_written(folder)
 
 
 @app.command()
 @_interruptible
-def convert(config: Path = typer.Argument(..., help="Study config (TOML) whose [data] names the corpus: source "
+def convert(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
+                                          help="Study config (TOML) whose [data] names the corpus: source "
                                           "svmlight, text or shards."),
             out: Path = typer.Argument(..., help="Folder for the shards (new or empty); a test file goes to "
                                        "OUT/test. Written beside OUT and swapped in once complete."),
@@ -559,7 +624,8 @@ def convert(config: Path = typer.Argument(..., help="Study config (TOML) whose [
 
 @app.command("show-config")
 @_interruptible
-def show_config(config: Optional[Path] = typer.Argument(None, help="Config file; none = the defaults."),
+def show_config(config: Optional[Path] = typer.Argument(None, readable=False,  # unreadable: load_config's line
+                                                        help="Config file; none = the defaults."),
                 set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP)) -> None:
     """Print the resolved config (defaults, file, overrides) with every key explained, then every
     model kind with its options."""
@@ -574,7 +640,8 @@ def show_config(config: Optional[Path] = typer.Argument(None, help="Config file;
 
 @app.command()
 @_interruptible
-def init(data: Path = typer.Argument(..., help="Your data: a file (svmlight, ARFF, CSV, TSV or JSON lines of texts) "
+def init(data: Path = typer.Argument(..., readable=False,  # (unreadable: refused by detect in one line, not click)
+                                     help="Your data: a file (svmlight, ARFF, CSV, TSV or JSON lines of texts) "
                                      "or a folder (one sub-folder of text files per category, text files and a "
                                      "labels file, a Mulan ARFF pair, shards of `mlnb convert`)."),
          out: Path = typer.Option(Path("config.toml"), "--out", help="The config file to write."),
@@ -597,6 +664,17 @@ def init(data: Path = typer.Argument(..., help="Your data: a file (svmlight, ARF
     for line in lines:
         typer.echo(line)
     typer.echo(f"wrote: {path} (run it: mlnb run {path})")
+
+
+@app.command("compile")
+def compile_kernels(quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
+    """Compile every kernel of mlnb now, in one process per core (the first study does it otherwise), so that
+    no run compiles anything, whatever its data."""
+    from mlnb.precompile import ensure_compiled
+    _imported()
+
+    progress.enable(not quiet)
+    ensure_compiled()
 
 
 def main() -> None:

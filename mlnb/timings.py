@@ -26,6 +26,14 @@ Nothing is recorded outside ``recording``, nor from other threads than the one r
 stages of a study run one after the other; their kernels' own threads are inside them): the
 Python API pays one lookup per stage. An unranked helper like ``mlnb.progress``: any layer may
 import it.
+
+Compiling. The first run after installing (or after an edit of a file with compiled code) compiles
+every numba kernel it calls, seconds to minutes on a small machine, inside whatever stage called
+it; a later run loads each from numba's cache on its first call. Once ``watch_compiling`` ran
+(``recording`` calls it), that time is timed from numba's events (``compile_seconds``: every thread,
+the outermost compilation only, cache loads included); on the recording thread each one is a row of
+its own, ``compiling``, not the stage's. ``Stopwatch`` times a block of work less the compiling
+inside it: a model's fit seconds, the rate of an LR pass.
 """
 
 from __future__ import annotations
@@ -37,6 +45,10 @@ from dataclasses import dataclass, field
 
 #: the row of what no stage covers
 OTHER = "other"
+#: the row of numba's compiling on the recording thread (``watch_compiling``)
+COMPILING = "compiling"
+#: the row of the command's process before its recording started (imports, config): ``from_process_start``
+START_UP = "start-up"
 
 
 @dataclass
@@ -190,6 +202,7 @@ def recording(clock: Timings | None = None):
         yield clock
         return
     _local.clock = clock
+    watch_compiling()  # numba's compiling: a row of its own, not the stage's that called the kernel
     if clock.started is None:
         clock.started, clock.started_cpu = time.perf_counter(), time.process_time()
     clock.stopped = None
@@ -223,3 +236,190 @@ def add(name: str, seconds: float, cpu_seconds: float | None = None) -> None:
     clock = current()
     if clock is not None and seconds:
         clock._add(name, float(seconds), None if cpu_seconds is None else float(cpu_seconds))
+
+
+# -- compiling ----------------------------------------------------------------------------------------
+class _CompileTimer:
+    """A listener of numba's "numba:compiler_lock" and "numba:compile" events: wall seconds of the outermost
+    of them on each thread (compiling a kernel compiles the kernels it calls inside it, under the lock it
+    holds already), summed over every thread. numba compiles, and loads a compiled kernel from its on-disk
+    cache, under one process-wide lock: the sum exceeds the wall time it spans only by what a second
+    thread waited for the lock."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.compiled = False  # whether numba compiled a kernel (not only loaded it from its cache)
+        self._lock = threading.Lock()
+        self._thread = threading.local()  # depth, and when the outermost compilation started
+
+    def _start(self, compiling: bool) -> None:
+        self.compiled = self.compiled or compiling
+        depth = getattr(self._thread, "depth", 0)
+        if depth == 0:
+            self._thread.wall, self._thread.cpu = time.perf_counter(), time.thread_time()
+        self._thread.depth = depth + 1
+
+    def _end(self) -> None:
+        self._thread.depth = getattr(self._thread, "depth", 1) - 1
+        if self._thread.depth:
+            return
+        wall, cpu = time.perf_counter() - self._thread.wall, time.thread_time() - self._thread.cpu
+        with self._lock:
+            self.seconds += wall
+        clock = current()
+        if clock is not None:  # not the enclosing stage's own time, nor an added stage's (``Stopwatch``)
+            clock._add(COMPILING, wall, cpu)
+
+
+_compile_timer: _CompileTimer | None = None
+
+
+def watch_compiling() -> bool:
+    """Time numba's compiling from now on (once per process; later calls do nothing). False without numba
+    or without its event API."""
+    global _compile_timer
+    if _compile_timer is not None:
+        return True
+    try:
+        from numba.core import event
+    except ImportError:  # pragma: no cover - numba is a declared dependency
+        return False
+    timer = _CompileTimer()
+
+    class Listener(event.Listener):
+        def __init__(self, kind: str):
+            self.compiling = kind == "numba:compile"
+
+        def on_start(self, _event):
+            timer._start(self.compiling)
+
+        def on_end(self, _event):
+            timer._end()
+
+    for kind in ("numba:compiler_lock", "numba:compile"):
+        event.register(kind, Listener(kind))
+    _compile_timer = timer
+    return True
+
+
+def compile_seconds() -> float:
+    """Wall seconds numba spent compiling kernels or loading them from its cache (holding its compiler lock),
+    every thread, since ``watch_compiling`` (which this calls): compare two readings to know the compiling
+    between them. A warm run only loads: a fraction of a second."""
+    watch_compiling()
+    return _compile_timer.seconds if _compile_timer is not None else 0.0
+
+
+def compiled_here() -> bool:
+    """Whether numba compiled a kernel in this process since ``watch_compiling`` (a first run), rather
+    than only loading the kernels from its cache."""
+    return _compile_timer is not None and _compile_timer.compiled
+
+
+class Stopwatch:
+    """The seconds of a block of work, numba's compiling inside it apart::
+
+        with timings.Stopwatch() as watch:
+            estimator.fit(X, Y)
+        watch.seconds, watch.compile_seconds   # seconds = wall − compile_seconds
+
+    ``seconds`` and ``compile_seconds`` read so far while the block runs (``work_rate``'s clock)."""
+
+    def __init__(self):
+        self.started = self.compiled = 0.0
+        self._seconds = self._compile_seconds = None
+
+    @classmethod
+    def start(cls) -> "Stopwatch":
+        """A stopwatch running from now, read (``seconds``) without a ``with`` block."""
+        return cls().__enter__()
+
+    def __enter__(self) -> "Stopwatch":
+        self.compiled = compile_seconds()
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> tuple[float, float]:
+        """Stop it: (seconds, compile_seconds), as they read from now on."""
+        self._compile_seconds = self.compile_seconds
+        self._seconds = self.seconds
+        return self._seconds, self._compile_seconds
+
+    @property
+    def compile_seconds(self) -> float:
+        return self._compile_seconds if self._compile_seconds is not None else compile_seconds() - self.compiled
+
+    @property
+    def seconds(self) -> float:
+        if self._seconds is not None:
+            return self._seconds
+        return max(time.perf_counter() - self.started - self.compile_seconds, 0.0)
+
+
+class WorkRate:
+    """Units of work per second, timed only after the last compilation: when numba compiled since the
+    previous reading (the first minibatch of a run's first pass compiles the step kernels), the count
+    restarts from this reading, so that no rate, and no ETA, ever includes compiling::
+
+        rate = WorkRate()
+        ...  rate.update(done)   # None until some work was timed with no compiling in it
+
+    ``started`` and ``update``'s ``now`` are times of ``clock``; ``clock`` and ``compiled`` (seconds so far:
+    ``time.perf_counter``, ``compile_seconds``) are for tests."""
+
+    def __init__(self, done: int = 0, started: float | None = None, clock=time.perf_counter,
+                 compiled=compile_seconds):
+        self._clock, self._compiled = clock, compiled
+        self._since = clock() if started is None else started
+        self._done_since, self._compiled_since = done, compiled()
+
+    def update(self, done: int, now: float | None = None) -> float | None:
+        now, compiled = self._clock() if now is None else now, self._compiled()
+        if compiled != self._compiled_since:
+            self._since, self._done_since, self._compiled_since = now, done, compiled
+            return None
+        elapsed = now - self._since
+        if elapsed <= 0.0 or done <= self._done_since:
+            return None
+        return (done - self._done_since) / elapsed
+
+
+# -- the whole process ----------------------------------------------------------------------------------
+def seconds_since_process_start() -> float | None:
+    """Wall seconds since this process started (Linux: /proc/self/stat's start time against /proc/uptime,
+    to 0.01 s); None where that cannot be read. (Not always plausible: a container's /proc/uptime may be its
+    own while process start times count from the host's boot; ``from_process_start`` checks.)"""
+    import os
+
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+            since_boot = float(uptime.read().split()[0])
+        seconds = since_boot - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return seconds
+
+
+#: seconds the interpreter may take to start before it imports the command's entry point
+_INTERPRETER_START_UP = 60.0
+
+
+def from_process_start(entered: float | None = None) -> Timings:
+    """A ``Timings`` whose recording starts when the process started, its time until now a ``start-up``
+    row (the interpreter, the imports, reading the config): for ``mlnb run --profile``, whose total is
+    then the command's wall time. ``entered``: the ``time.perf_counter()`` at which the command's entry
+    point was imported, a start when the process's own is unknown or implausible (neither before it nor
+    within ``_INTERPRETER_START_UP`` seconds of it); with neither, it starts now."""
+    clock = Timings()
+    now = time.perf_counter()
+    before = seconds_since_process_start()
+    if entered is not None and (before is None or not now - entered <= before <= now - entered + _INTERPRETER_START_UP):
+        before = now - entered
+    if before is not None and before >= 0.0:
+        clock.started, clock.started_cpu = now - before, 0.0
+        clock._count(START_UP, before, time.process_time())
+    return clock

@@ -12,8 +12,16 @@ import gc
 import os
 import signal
 import sys
+import time
+
+#: when this module was imported: the start of the command, the interpreter's own start-up aside
+IMPORTED_AT = time.perf_counter()
 
 WATCHED = (signal.SIGINT, signal.SIGTERM)
+
+#: True once ``main`` runs: this process is the ``mlnb`` command, not a program or a test calling the CLI
+#: (``mlnb run --profile`` then counts from the process's start, ``mlnb.timings.from_process_start``)
+RUNNING_AS_COMMAND = False
 
 
 def _interrupted_at_start_up(signum, frame):
@@ -25,6 +33,8 @@ def _interrupted_at_start_up(signum, frame):
 
 
 def main():
+    global RUNNING_AS_COMMAND
+    RUNNING_AS_COMMAND = True
     for signum in WATCHED:
         signal.signal(signum, _interrupted_at_start_up)
     # Python's cyclic garbage collector stays off during the imports, until the command has made

@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -127,3 +128,115 @@ plots = false
     assert {"fit", "fit nb", "fit lr", "score", "evaluate", "intervals", "comparisons", "total"} <= set(table)
     assert "plots" not in table and timings.current() is None  # the recording ended with run_study
     assert table["total"]["seconds"] >= table["fit lr"]["seconds"] > 0
+
+
+# -- compiling: apart from the stages, the fit seconds and every rate ------------------------------------
+def _fake_compile(seconds: float) -> None:
+    """What numba signals while it compiles a kernel (a kernel within it: a nested event, counted once)."""
+    from numba.core import event
+
+    with event.trigger_event("numba:compile", data={}):
+        with event.trigger_event("numba:compile", data={}):
+            time.sleep(seconds)
+
+
+def test_compiling_is_a_row_of_its_own_and_no_stopwatch_counts_it():
+    with timings.recording() as clock:
+        with timings.stage("fit"):
+            with timings.Stopwatch() as watch:
+                time.sleep(TICK)
+                _fake_compile(4 * TICK)
+            timings.add("fit lr", watch.seconds)
+    assert watch.compile_seconds == pytest.approx(4 * TICK, abs=0.04)
+    assert watch.seconds == pytest.approx(TICK, abs=0.04)
+    table = rows(clock)
+    assert table["compiling"]["seconds"] == pytest.approx(4 * TICK, abs=0.04)
+    assert table["fit"]["seconds"] < TICK  # neither the fit's nor the enclosing stage's
+    own = sum(row["seconds"] for name, row in table.items() if name != "total")
+    assert own == pytest.approx(table["total"]["seconds"], abs=1e-3)
+
+
+def test_a_rate_counts_only_the_work_after_compiling():
+    now = [0.0]
+    compiled = [0.0]
+    rate = timings.WorkRate(clock=lambda: now[0], compiled=lambda: compiled[0])
+    now[0], compiled[0] = 60.0, 59.0  # the first minibatch: 59 s of compiling, 1 s of work
+    assert rate.update(100) is None  # no rate from a time that included compiling
+    now[0] = 61.0
+    assert rate.update(200) == pytest.approx(100.0)  # 100 documents in the second after it
+    compiled[0], now[0] = 65.0, 67.0  # another kernel compiled (6 s): counting starts again
+    assert rate.update(300) is None
+    now[0] = 68.0
+    assert rate.update(350) == pytest.approx(50.0)
+    # with numba's events: a real compile event between two readings
+    live = timings.WorkRate()
+    _fake_compile(TICK)
+    assert live.update(10) is None
+
+
+@pytest.mark.slow
+def test_profile_covers_the_command_from_the_process_start(tmp_path):
+    """In its own process (as `mlnb` runs): --profile's total is the command's wall time, the start-up (the
+    interpreter, the imports, the config) a row of it."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", "import sys, mlnb_entry; sys.exit(mlnb_entry.main())", "run",
+               "configs/quickstart.toml", "--out", str(tmp_path), "--quiet", "--profile",
+               "--set", "data.synthetic.n_documents=1000", "--set", "data.synthetic.n_features=1000",
+               "--set", "eval.bootstrap=0", "--set", "report.plots=false"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr
+    printed = {line.split()[0]: float(line.split()[-3]) for line in
+               done.stdout.split("where the time went (--profile):")[1].splitlines()
+               if line.strip() and not line.startswith(("-", "(", "stage"))}
+    assert printed["start-up"] > 0.2  # at least the imports of numpy, scipy, numba
+    # all but the process's own creation and its exit after the table
+    assert printed["total"] >= 0.9 * wall - 0.3, (printed, wall)
+
+
+FIRST_RUN = """
+import json, sys
+from mlnb import progress
+from mlnb.config import load_config
+from mlnb.report.results import write_results
+from mlnb.study import run_study
+progress.enable(True)
+config = load_config("configs/quickstart.toml", ["data.synthetic.n_documents=2000", "data.synthetic.n_features=2000",
+                                                  "eval.bootstrap=0", "report.plots=false"])
+folder = write_results(run_study(config), sys.argv[1])
+print(folder)
+"""
+
+
+@pytest.mark.slow
+def test_a_first_run_gives_the_fit_seconds_of_a_warm_run_and_its_compiling_apart(tmp_path):
+    """In a fresh numba cache (minutes: every kernel compiles), then again on that cache: the first run's fit
+    seconds leave the compiling out (within 30 % of the warm run's), report it apart, and print no ETA
+    that includes it."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    runs = []
+    for name in ("first", "warm"):
+        done = subprocess.run([sys.executable, "-c", FIRST_RUN, str(tmp_path / name)], capture_output=True,
+                              text=True, timeout=1200, env=environment)
+        assert done.returncode == 0, done.stderr
+        folder = Path(done.stdout.strip().splitlines()[-1])
+        runs.append((json.loads((folder / "summary.json").read_text()), done.stderr, (folder / "report.md").read_text()))
+    (first, first_err, first_report), (warm, _, _) = runs
+    for model in ("nb", "lr"):
+        assert first["models"][model]["compile_seconds"] > 1.0, model  # it compiled
+        assert first["models"][model]["fit_seconds"] <= 1.3 * warm["models"][model]["fit_seconds"] + 0.05, model
+    assert re.search(r"first run: [\d.]+ s of compiling the kernels \(nb [\d.]+ s, lr [\d.]+ s\), not counted in "
+                     r"fit s", first_report)
+    etas = [line for line in first_err.splitlines() if "ETA" in line]
+    assert etas  # the pass lines give their ETA, from the work only: well under the compiling's
+    for line in etas:
+        minutes = re.search(r"ETA (\d+) (min|h)", line)
+        assert minutes is None and float(re.search(r"ETA ([\d.]+) s", line).group(1)) < 5.0, line

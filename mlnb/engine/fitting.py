@@ -36,12 +36,12 @@ from __future__ import annotations
 import operator
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import clone
 
-from mlnb import progress
+from mlnb import progress, timings
 from mlnb.backends.tasks import (Counter, LogisticJob, Reading, TrainingCounts, add_or_none, count_partition,
                                  finished_naive_bayes, fit_logistic_here, fit_logistic_on_worker, lr_pass_partition,
                                  mix, sum_partition, worker_groups)
@@ -54,6 +54,11 @@ from mlnb.models._linear import prior_log_odds
 from mlnb.models.minibatch import sums_shape
 from mlnb.models.registry import CountRequest
 
+
+#: how a streamed model trained on Dask, as its ``dask_training_`` records it (summary.json and the report say it):
+#: "one_worker" the one-machine minibatch engine on one worker, "mixing" iterative parameter mixing of every
+#: worker's trainer, "sums" full passes whose sums every worker adds to (L-BFGS)
+DASK_TRAINING = ("one_worker", "mixing", "sums")
 
 #: warn when the data allow mixing only this many times more rarely than engine.mix_every asks
 WARN_MINIBATCHES_BETWEEN_MIXING = 4
@@ -68,7 +73,8 @@ class Fitted:
     """What fitting gives: the estimators and their fit seconds by model name, and the training
     documents' label counts (N (K,) float64, n) and stored values. Streamed, the one counting pass
     that every model shares is ``counting_seconds``, outside each model's own seconds (as reading
-    the data is, in memory)."""
+    the data is, in memory). A model's seconds leave out numba's compiling during its fit (the first
+    run's, ``timings.Stopwatch``), which is ``compile_seconds``."""
 
     models: dict
     seconds: dict
@@ -76,6 +82,7 @@ class Fitted:
     n: int
     nnz: int
     counting_seconds: float = 0.0
+    compile_seconds: dict = field(default_factory=dict)
 
 
 def label_counts(Y) -> np.ndarray:
@@ -99,15 +106,15 @@ def fit_models(config: StudyConfig, wanted: list[str] | None, documents: Documen
 
 
 def _fit_in_memory(config, specs, documents, seed: int, labels: dict, eval_set) -> Fitted:
-    fitted, seconds = {}, {}
+    fitted, seconds, compiling = {}, {}, {}
     X, Y = documents.X, documents.Y
     device = engine_for(config.engine.device)  # the array engine (engine.device = "gpu"), or None
     for spec in specs:
         kind = get_kind(spec.kind)
         estimator = kind.build(spec.options, spec.training_seed(seed), config.task)
-        started = time.perf_counter()
         try:
-            with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings():
+            with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings(), \
+                    timings.Stopwatch() as watch:
                 warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
                 arguments = kind.fit_arguments(spec.options, fitted, eval_set)
                 if device is not None and device.fits(estimator, arguments):  # else the CPU engine's fit
@@ -118,8 +125,8 @@ def _fit_in_memory(config, specs, documents, seed: int, labels: dict, eval_set) 
         except MlnbError as error:
             raise MlnbError(f"models.{spec.name}: {error}") from None
         fitted[spec.name] = estimator
-        seconds[spec.name] = time.perf_counter() - started
-    return Fitted(fitted, seconds, label_counts(Y), X.shape[0], int(X.nnz))
+        seconds[spec.name], compiling[spec.name] = watch.seconds, watch.compile_seconds
+    return Fitted(fitted, seconds, label_counts(Y), X.shape[0], int(X.nnz), compile_seconds=compiling)
 
 
 def _fit_streamed(config, specs, documents, seed: int, labels: dict, backend) -> Fitted:
@@ -141,23 +148,25 @@ def _fit_streamed(config, specs, documents, seed: int, labels: dict, backend) ->
         raise NoTrainingDocuments(f"{source.name}: no training documents (every document went to the test or "
                                   "validation part, or the data are empty)")
     counting_seconds = time.perf_counter() - started
-    fitted, seconds = {}, {}
+    fitted, seconds, compiling = {}, {}, {}
     for spec in specs:
         kind = get_kind(spec.kind)
         trainer = SourceTrainer(spec.name, reading, partitions, counts, backend, documents.shuffle_buffer,
                                 config.engine.mix_every, config.engine.minibatch)
-        started = time.perf_counter()
         try:
-            with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings():
+            with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings(), \
+                    timings.Stopwatch() as watch:
                 warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
                 warnings.simplefilter("default", MlnbWarning)  # what a user should change (e.g. Dask mixing)
                 model = kind.fit_streamed(estimators[spec.name], spec.options, fitted, trainer)
                 model.weights_  # noqa: B018  (built now, so fit time includes it)
+            if trainer.ran is not None:
+                model.dask_training_ = trainer.ran
         except MlnbError as error:
             raise MlnbError(f"models.{spec.name}: {error}") from None
         fitted[spec.name] = model
-        seconds[spec.name] = time.perf_counter() - started
-    return Fitted(fitted, seconds, counts.positives, counts.n, counts.nnz, counting_seconds)
+        seconds[spec.name], compiling[spec.name] = watch.seconds, watch.compile_seconds
+    return Fitted(fitted, seconds, counts.positives, counts.n, counts.nnz, counting_seconds, compiling)
 
 
 class SourceTrainer:
@@ -170,6 +179,11 @@ class SourceTrainer:
         self.backend, self.buffer_chunks, self.mix_every, self.where = backend, buffer_chunks, mix_every, minibatch
         self.n_features = reading.source.n_features
         self.n_categories = reading.source.n_categories
+        self.ran = None  # how the model trained on Dask (DASK_TRAINING), recorded for the report
+
+    def _record(self, how: str) -> None:
+        if self.backend.name != "local":
+            self.ran = how
 
     def label_counts(self) -> tuple[np.ndarray, int]:
         return self.counts.positives, self.counts.n
@@ -180,6 +194,7 @@ class SourceTrainer:
     def sum_over_chunks(self, function, *args, binarize_input: bool = False):
         total = self.backend.map_reduce(sum_partition, self.partitions, self.reading, bool(binarize_input), function,
                                         args, combine=add_or_none, description="a full pass")
+        self._record("sums")
         if total is None:
             raise NoTrainingDocuments(f"{self.reading.source.name}: no training documents")
         return total
@@ -191,9 +206,11 @@ class SourceTrainer:
         # the one-machine engine on a worker: the same numbers as here (and always for a model with no state to
         # mix, e.g. solver = "svrg")
         if self.where == "one_worker" or not getattr(engine, "mixes_parameters", True):
+            self._record("one_worker")
             [engine] = self.backend.map(fit_logistic_on_worker, [self.partitions], job, self.counts, coef_init,
                                         intercept_init, description="LR on one worker")
             return engine
+        self._record("mixing")
         return _fit_mixed(self.backend, job, self.partitions, self.counts, coef_init, intercept_init,
                           mix_every=self.mix_every)
 
