@@ -117,6 +117,16 @@ class DecisionRule:
         cuts = self.thresholds if self.thresholds is not None else np.full(S.shape[1], logit(self.threshold))
         return _at_or_above(S, cuts)
 
+    def decided_in_column(self, k: int, column) -> np.ndarray:
+        """The documents decided in category k, given its n scores ``column`` (every document of the batch):
+        column k of ``decide`` of the whole n × K scores, for pcut, which decides each category alone — so
+        scores read one category at a time (a spill on disk) get the decisions of the scores in memory."""
+        if self.rule != "pcut":
+            raise MlnbError(f"decided_in_column: rule {self.rule!r} decides documents, not a category's column")
+        s = check_scores(np.asarray(column).reshape(-1, 1), "column")[:, 0]
+        m = int(_pcut_counts(self.train_prevalence[k:k + 1], s.size)[0])
+        return _top_of_column(s, m) if m else np.zeros(0, dtype=np.int64)
+
     def to_frame(self, category_names) -> pd.DataFrame:
         """One row per category: threshold, validation metrics, fallback flag (to save with results)."""
         names = [str(c) for c in category_names]
@@ -348,11 +358,18 @@ def _pcut_counts(prevalence: np.ndarray, n: int) -> np.ndarray:
     return np.minimum(np.floor(prevalence * n + 0.5), n).astype(np.int64)
 
 
-def _top_documents(S: np.ndarray, counts: np.ndarray) -> sp.csr_matrix:
-    """Category k's counts[k] top-scored documents; ties to the lower document index.
+def _top_of_column(s: np.ndarray, m: int) -> np.ndarray:
+    """The m (≥ 1) top-scored of the n scores s of one category; ties to the lower document index.
 
-    One O(n) partition per category finds its m-th highest score v: every document above v
-    is in, and the first (m − #above) documents tied at v by index."""
+    One O(n) partition finds the m-th highest score v: every document above v is in, and the
+    first (m − #above) documents tied at v by index."""
+    v = np.partition(s, s.size - m)[s.size - m]
+    above = np.flatnonzero(s > v)
+    return np.concatenate([above, np.flatnonzero(s == v)[:m - above.size]])
+
+
+def _top_documents(S: np.ndarray, counts: np.ndarray) -> sp.csr_matrix:
+    """Category k's counts[k] top-scored documents, one category at a time (``_top_of_column``)."""
     n, K = S.shape
 
     def chosen(block) -> list:  # [(documents, category)] of the block's categories, on a thread of the pool
@@ -360,11 +377,8 @@ def _top_documents(S: np.ndarray, counts: np.ndarray) -> sp.csr_matrix:
         found = []
         for offset, s in enumerate(np.ascontiguousarray(S[:, start:stop].T)):  # (b, n) one row per category
             m = int(counts[start + offset])
-            if m == 0:
-                continue
-            v = np.partition(s, n - m)[n - m]  # the m-th highest score
-            above = np.flatnonzero(s > v)
-            found.append((np.concatenate([above, np.flatnonzero(s == v)[:m - above.size]]), start + offset))
+            if m:
+                found.append((_top_of_column(s, m), start + offset))
         return found
 
     parts = [part for found in map_threads(chosen, category_blocks(n, K, _block_elements(n, K))) for part in found]

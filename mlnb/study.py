@@ -36,7 +36,7 @@ from mlnb.backends import LocalBackend, open_backend
 from mlnb.backends.tasks import Reading, count_partition
 from mlnb.budget import DataShape, check_budget
 from mlnb.calibration import fit_calibration
-from mlnb.config import StudyConfig
+from mlnb.config import StudyConfig, with_decision_resolved
 from mlnb.data.dataset import Dataset
 from mlnb.data.sources import describe_split, load_dataset, open_streams
 from mlnb.data.stream import OneClassSource
@@ -51,11 +51,14 @@ from mlnb.metrics.comparison import Comparison, compare_scores, comparison_from_
 from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
 from mlnb.metrics.ranking import column_work
-from mlnb.metrics.significance import delong_tests_by_column, mcnemar_test
+from mlnb.metrics.significance import auc_difference_tests_by_column, mcnemar_test
 from mlnb.metrics.streaming import evaluate_spilled
-from mlnb.metrics.uncertainty import auc_confidence_intervals, auc_intervals_by_column, bootstrap_intervals
+from mlnb.metrics.auc_intervals import category_auc_intervals, category_auc_intervals_by_column
+from mlnb.metrics.uncertainty import bootstrap_intervals
 from mlnb.models import get_kind
 from mlnb.models._linear import prior_log_odds
+from mlnb.report.provenance import data_fingerprint
+from mlnb.work import check_work, study_work
 
 
 @dataclass
@@ -66,7 +69,7 @@ class ModelRun:
     kind: str
     label: str  # for tables and legends
     model: object  # the fitted estimator
-    fit_seconds: float
+    fit_seconds: float  # without numba's compiling, which is compile_seconds
     score_seconds: float
     eval_seconds: float
     evaluation: Evaluation
@@ -76,12 +79,13 @@ class ModelRun:
     decisions: object = None  # (n_eval, K) 0/1 decisions (multilabel)
     uncalibrated: object = None  # the reliability table of the scores before calibration, or None
     intervals: dict = field(default_factory=dict)  # summary metric -> (low, high), bootstrap
-    auc_intervals: object = None  # (K, 2) DeLong intervals of each category's AUC
+    auc_intervals: object = None  # (K, 2) score intervals of each category's AUC (``auc_intervals``)
     scores: np.ndarray = None  # (n_eval, K) decision scores: multilabel, per-category log-odds (complement NB:
     #                     a ranking score); multiclass, per-class joint scores J (softmax(J) = posterior)
     spill: object = None  # the scores on disk (mlnb.metrics.streaming.ScoreSpill) when they were not held in memory
     n_fit: int | None = None  # training documents the evaluated model was fitted on
     n_validation: int = 0  # held-out training documents its decision rule or calibration learned from
+    compile_seconds: float = 0.0  # numba compiling (a first run) or loading kernels during the fit: not in fit_seconds
 
     @cached_property  # used by every comparison and interval of the run: computed once
     def rank_scores(self) -> np.ndarray:
@@ -102,6 +106,9 @@ class StudyResult:
     comparisons: list[Comparison] = field(default_factory=list)  # one per report.compare pair, a − b
     untrainable: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int))  # no training positive/negative
     timings: object = None  # mlnb.timings.Timings: seconds per stage of the run (``mlnb run --profile``)
+    # the input files as the run read them (``provenance.data_fingerprint``, taken at load: a file replaced or
+    # deleted while the models train is not what the results came from); None: the writer takes it
+    data_fingerprint: dict | None = None
 
     def model(self, name: str) -> ModelRun:
         return next(run for run in self.models if run.name == name)
@@ -121,6 +128,7 @@ class HeldOut(NamedTuple):
     labels: object  # (m, K) their labels
     model: object  # the split's model (fitted without them), or None for k-fold
     fit_seconds: float | None
+    compile_seconds: float = 0.0
 
 
 def held_out_scores(config: StudyConfig, names: list[str], train: Documents, seed: int, labels: dict,
@@ -156,13 +164,21 @@ def held_out_scores(config: StudyConfig, names: list[str], train: Documents, see
     order = np.argsort(np.concatenate(ids), kind="stable")  # one order (ascending ids) for every engine
     labels_held = sp.vstack(Y, format="csr")[order]
     return {name: HeldOut(np.vstack(scores[name])[order], labels_held, fitted.models[name] if split else None,
-                          fitted.seconds[name] if split else None) for name in names}
+                          fitted.seconds[name] if split else None,
+                          fitted.compile_seconds.get(name, 0.0) if split else 0.0)
+            for name in names}
 
 
 #: eval.untrainable values under which every model scores its untrainable categories by their training prior
 #: (multilabel): 'keep' too, so that it is even-handed — naive Bayes, L-BFGS LR and the SVM reset such a
 #: category to its prior themselves, while a minibatch LR would keep scores learned from one class only
 BY_PRIOR = ("prior", "keep")
+
+
+def untrainable_scored_by_prior(config: StudyConfig) -> bool:
+    """Whether every model's scores of the untrainable categories are replaced by their training prior
+    (``BY_PRIOR``, one-vs-rest only: a multiclass model's scores are a softmax's, kept as scored)."""
+    return config.eval.untrainable in BY_PRIOR and config.task != "multiclass"
 
 
 def _by_prior(scores: np.ndarray, categories: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -197,6 +213,7 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     by the most probable class. Every ``eval.*`` key reaches this stage or the evaluation, for
     every command and every size. The caller closes ``LoopResult.scored`` (spilled scores).
     """
+    config = with_decision_resolved(config)  # eval.decision = 'auto': the rule it stands for here
     seed = config.seed if seed is None else seed
     backend = backend or LocalBackend()
     ev = config.eval
@@ -220,6 +237,7 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
                 timings.add(f"fit {name}", held[name].fit_seconds)
         fitted = {name: held[name].model for name in evaluated}
         fit_seconds = {name: held[name].fit_seconds for name in evaluated}
+        compile_seconds = {name: held[name].compile_seconds for name in evaluated}
         started = time.perf_counter()
         with timings.stage("fit"):
             positives, n_train, nnz = _training_counts(train, backend)
@@ -229,7 +247,7 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
             fit = fit_models(config, evaluated, train, seed, labels, backend=backend, eval_set=eval_set)
             for name in evaluated:
                 timings.add(f"fit {name}", fit.seconds[name])
-        fitted, fit_seconds = fit.models, fit.seconds
+        fitted, fit_seconds, compile_seconds = fit.models, fit.seconds, fit.compile_seconds
         positives, n_train, nnz = fit.positives, fit.n, fit.nnz
         counting_seconds = fit.counting_seconds
     untrainable = np.flatnonzero((positives == 0) | (positives == n_train))
@@ -246,13 +264,13 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
         with progress.status(f"held-out scores of {', '.join(missing)} ({ev.validation})"), timings.stage("decide"):
             held |= held_out_scores(config, missing, train, seed, labels, backend)
     decisions_of, calibrations = {}, {}
-    decide_started = time.perf_counter(), time.process_time()
+    decide_started = timings.Stopwatch.start(), time.process_time()  # its compiling has a row of its own
     for name in evaluated if not multiclass else ():
         rule_name = config.models[name].decision or ev.decision
         validation = calibration = None
         if name in needs:
             S_val, Y_val = held[name].scores, held[name].labels
-            if ev.untrainable in BY_PRIOR:
+            if untrainable_scored_by_prior(config):
                 S_val = _by_prior(S_val, untrainable, prior)
             validation = (S_val, Y_val)
         if ev.calibration != "none":
@@ -264,11 +282,11 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
                                                metric=ev.decision_metric, fbr=ev.fbr, fbr_rank=ev.fbr_rank,
                                                rcut_k=ev.rcut_k, train_prevalence=prevalence)
         calibrations[name] = calibration
-    timings.add("decide", time.perf_counter() - decide_started[0], time.process_time() - decide_started[1])
+    timings.add("decide", decide_started[0].seconds, time.process_time() - decide_started[1])
 
     with timings.stage("score"):
         scored = _score(config, {name: fitted[name] for name in evaluated}, evaluation, backend, decisions_of,
-                        calibrations, exclude, prior if ev.untrainable in BY_PRIOR and not multiclass else None,
+                        calibrations, exclude, prior if untrainable_scored_by_prior(config) else None,
                         untrainable)
     runs = []
     try:
@@ -283,6 +301,7 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     split_fitted = needs and ev.validation == "split" and not ev.refit  # every model fitted without the split
     for run in runs:  # what each model was trained on, for the report
         run.n_validation = int(held[run.name].scores.shape[0]) if run.name in needs else 0
+        run.compile_seconds = compile_seconds.get(run.name, 0.0)
         run.n_fit = n_train - int(next(iter(held.values())).scores.shape[0]) if split_fitted else n_train
     return LoopResult(runs, positives, n_train, nnz, untrainable, scored, counting_seconds)
 
@@ -309,6 +328,7 @@ def _score(config: StudyConfig, models: dict, evaluation: Documents, backend, ru
             evaluation.source.expected_documents, K, len(models), limit)):
         if backend.name == "local":
             return score_in_memory(models, evaluation)
+    # pcut ranks each category's documents at once: it decides from the spill's columns (``_evaluate``)
     chunkwise = {name: rule for name, rule in rules.items() if rule.rule != "pcut"}
 
     def refuse_spilled(n_documents) -> None:
@@ -318,8 +338,6 @@ def _score(config: StudyConfig, models: dict, evaluation: Documents, backend, ru
                f"{engine.max_score_memory} MiB, or engine.scores = 'disk')")
         if config.task == "multiclass":
             raise MlnbError(f"task = 'multiclass' evaluates every class of a document at once; {why}")
-        if len(chunkwise) != len(models):
-            raise MlnbError(f"decision rule 'pcut' ranks every test document of a category at once; {why}")
         if ev.bootstrap:
             raise MlnbError(f"eval.bootstrap = {ev.bootstrap} resamples every test document at once; {why}: raise "
                             "engine.max_score_memory or set eval.bootstrap = 0")
@@ -348,7 +366,9 @@ def _evaluate(config: StudyConfig, name: str, label: str, estimator, fit_seconds
     exclude = untrainable if ev.untrainable == "exclude" else None
     if not scored.in_memory:  # the decisions and probabilities went into the spill's running sums
         evaluation = evaluate_spilled(scored.spills[name], category_names, roc_points=ev.roc_points,
-                                      curve_categories=curve_categories, train_prevalence=prevalence)
+                                      curve_categories=curve_categories, train_prevalence=prevalence,
+                                      decided_in_column=decision.decided_in_column if decision is not None
+                                      and decision.rule == "pcut" else None)
         return ModelRun(name=name, kind=spec.kind, label=label, model=estimator, fit_seconds=fit_seconds,
                         score_seconds=scored.seconds[name], eval_seconds=time.perf_counter() - started,
                         evaluation=evaluation, decision=decision, calibration=calibration,
@@ -356,7 +376,7 @@ def _evaluate(config: StudyConfig, name: str, label: str, estimator, fit_seconds
     Y_eval, scores = scored.Y, scored.scores[name]
     probability_scores = decisions = uncalibrated = None
     if config.task != "multiclass":
-        if ev.untrainable in BY_PRIOR:
+        if untrainable_scored_by_prior(config):
             scores = _by_prior(scores, untrainable, prior)
         if calibration is not None:
             probability_scores = calibration.transform(scores)
@@ -447,7 +467,7 @@ def _check_against_data(config: StudyConfig, category_names) -> None:
 
 
 def open_documents(config: StudyConfig):
-    """(config with report.category resolved, train, test, data description, category names) of
+    """(config with report.category and eval.decision resolved, train, test, data description, category names) of
     the config's data: read whole (``data.streaming = false``) or as chunk sources."""
     if not config.data.streaming:
         dataset, features = prepare_data(config)
@@ -465,6 +485,7 @@ def open_documents(config: StudyConfig):
         info = {"name": train.source.name, "n_features": train.n_features, "n_categories": len(names),
                 "n_features_used": train.n_features, "feature_transform": config.features.transform,
                 "split": split_rule(config)}
+    config = with_decision_resolved(config)  # the report and the results name the rule the study used
     if config.report.category_name:  # the name decides; the resolved config records the index too
         config = replace(config, report=replace(config.report, category=names.index(config.report.category_name)))
     elif config.report.category < 0 and not config.data.streaming:  # the default: one that exists and is testable
@@ -494,6 +515,8 @@ def run_study(config: StudyConfig) -> StudyResult:
     """Fit every enabled model on the training part, evaluate it on the test part, compare pairs.
     The seconds of each stage go to ``StudyResult.timings`` (``mlnb.timings``; that of ``mlnb run``
     when it records, which adds the plots and the writing)."""
+    check_work(config, study_work(config), "run")  # before any data is read
+    fingerprint = data_fingerprint(config)  # the files as they are read now, not when the results are written
     started = time.perf_counter()
     with ExitStack() as stack:
         clock = stack.enter_context(timings.recording(timings.current()))
@@ -516,12 +539,14 @@ def run_study(config: StudyConfig) -> StudyResult:
                      "streaming": {"chunk_size": config.data.chunk_size,
                                    "shuffle_buffer": config.data.shuffle_buffer,
                                    "engine": backend.describe(),
+                                   "dask_training": {run.name: run.model.dask_training_ for run in loop.runs
+                                                     if hasattr(run.model, "dask_training_")},
                                    "scores": "in memory" if scored.in_memory else "spilled to disk",
                                    "not_computed": "" if scored.in_memory else SPILL_LIMITS}}
         # reading the data: loading it whole, or the counting pass over the training chunks
         result = StudyResult(config=config, data=info, category_names=names, train_positives=loop.train_positives,
                              load_seconds=load_seconds + loop.counting_seconds, Y_test=scored.Y,
-                             untrainable=loop.untrainable, timings=clock)
+                             untrainable=loop.untrainable, timings=clock, data_fingerprint=fingerprint)
         result.models = loop.runs
         _uncertainty(result, scored)
         _compare(result, scored)
@@ -531,14 +556,14 @@ def run_study(config: StudyConfig) -> StudyResult:
 
 
 def _uncertainty(result: StudyResult, scored: Scored) -> None:
-    """Bootstrap intervals of the summary metrics and DeLong intervals of every category's AUC."""
+    """Bootstrap intervals of the summary metrics and score intervals of every category's AUC."""
     config, ev = result.config, result.config.eval
     excluded = result.untrainable if ev.untrainable == "exclude" else None
     for run in result.models:
         if not scored.in_memory:
             spill = run.spill
-            with progress.status(f"DeLong intervals of {run.name}"), timings.stage("intervals"):
-                run.auc_intervals = auc_intervals_by_column(
+            with progress.status(f"AUC intervals of {run.name}"), timings.stage("intervals"):
+                run.auc_intervals = category_auc_intervals_by_column(
                     lambda k, spill=spill: (spill.label_column(k), spill.scores_column(k)), spill.n_categories,
                     ev.confidence, work=column_work(spill.positive_counts, spill.n_documents))
             continue
@@ -554,7 +579,7 @@ def _uncertainty(result: StudyResult, scored: Scored) -> None:
                                                     n_boot=ev.bootstrap, seed=config.seed, level=ev.confidence,
                                                     exclude=excluded)
         with timings.stage("intervals"):
-            run.auc_intervals = auc_confidence_intervals(scored.Y, run.rank_scores, level=ev.confidence)
+            run.auc_intervals = category_auc_intervals(scored.Y, run.rank_scores, level=ev.confidence)
 
 
 def _compare(result: StudyResult, scored: Scored) -> None:
@@ -570,8 +595,8 @@ def _compare(result: StudyResult, scored: Scored) -> None:
                 def column(k: int, spill_a=spill_a, spill_b=spill_b):
                     return spill_a.label_column(k), spill_a.scores_column(k), spill_b.scores_column(k)
 
-                table = delong_tests_by_column(column, len(result.category_names),
-                                               work=column_work(spill_a.positive_counts, spill_a.n_documents))
+                table = auc_difference_tests_by_column(column, len(result.category_names),
+                                                       work=column_work(spill_a.positive_counts, spill_a.n_documents))
                 result.comparisons.append(comparison_from_tests(table, result.category_names, result.train_positives,
                                                                 a.label, b.label, config.report.alpha, name_a,
                                                                 name_b, exclude=excluded))

@@ -36,6 +36,11 @@ def test_run_writes_every_file(quickstart_run):
     assert f"results: {folder}" in result.output and "macro AUC" in result.output
 
 
+def test_run_ends_with_the_page_to_open_then_the_folder(quickstart_run):
+    result, folder = quickstart_run
+    assert result.output.strip().splitlines()[-2:] == [f"report: {folder / 'report.html'}", f"results: {folder}"]
+
+
 def test_results_content(quickstart_run):
     _, folder = quickstart_run
     metrics = pd.read_csv(folder / "metrics.csv")
@@ -57,6 +62,39 @@ def test_same_config_and_seed_give_the_same_numbers(quickstart_run, tmp_path):
     assert again.exit_code == 0, again.output
     (second,) = (tmp_path / "quickstart").iterdir()
     pd.testing.assert_frame_equal(pd.read_csv(folder / "metrics.csv"), pd.read_csv(second / "metrics.csv"))
+
+
+def test_quick_run_writes_the_tables_of_a_full_run_and_says_what_it_left_out(quickstart_run, tmp_path):
+    _, full = quickstart_run
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--quick")
+    assert result.exit_code == 0, result.output
+    (quick,) = (tmp_path / "quickstart").iterdir()
+    for table in ("metrics.csv", "comparison.csv", "curves/roc_grid.csv", "curves/lift_grid.csv",
+                  "curves/calibration.csv"):  # every number of the full run's tables, the same
+        pd.testing.assert_frame_equal(pd.read_csv(quick / table), pd.read_csv(full / table), obj=table)
+    assert not list(quick.rglob("*.png")) and not (quick / "plots").exists()
+    summary = json.loads((quick / "summary.json").read_text())
+    assert all(model["intervals"] == {} for model in summary["models"].values())
+    assert not any("macro_auc_difference" in comparison for comparison in summary["comparisons"])
+    assert summary["quick"] is True and list(summary["left_out"]) == ["eval.bootstrap = 0", "report.plots = false"]
+    assert "bootstrap = 0" in (quick / "config.toml").read_text()  # what reruns the folder as it is
+    report = (quick / "report.md").read_text()
+    assert ("Left out because this is a quick run (`mlnb run --quick`): eval.bootstrap = 0, so no bootstrap "
+            "confidence intervals" in report and "; report.plots = false, so no figures (no plots/ folder)." in report)
+    assert "--set eval.bootstrap=200 --set report.plots=true` adds what is missing" in report
+    assert "quick run, left out: eval.bootstrap = 0, report.plots = false" in result.output
+    full_summary = json.loads((full / "summary.json").read_text())
+    assert full_summary["quick"] is False and full_summary["left_out"] == {}
+    assert "Left out" not in (full / "report.md").read_text()
+
+
+def test_a_runs_own_set_overrides_quick(tmp_path):
+    result = run("configs/quickstart.toml", "--out", tmp_path, *SMALL, "--quick", "--set", "eval.bootstrap=20")
+    assert result.exit_code == 0, result.output
+    (quick,) = (tmp_path / "quickstart").iterdir()
+    summary = json.loads((quick / "summary.json").read_text())
+    assert summary["models"]["nb"]["intervals"] and list(summary["left_out"]) == ["report.plots = false"]
+    assert not (quick / "plots").exists()
 
 
 @pytest.fixture

@@ -187,6 +187,21 @@ def test_pcut_counts_on_a_large_batch():
         assert scores[dense[:, k], k].min() >= scores[~dense[:, k], k].max()
 
 
+def test_pcut_decides_one_column_as_it_decides_the_matrix():
+    rng = np.random.default_rng(4)
+    prevalence = np.array([0.3, 0.01, 0.0, 1.0, 0.2])
+    scores = np.round(rng.normal(size=(1001, 5)), 1).astype(np.float32)  # many ties at the m-th score
+    scores[:, 4] = 0.5  # every document tied: the first m by index
+    rule = fit_decision_rule("pcut", train_prevalence=prevalence)
+    decided = rule.decide(scores).tocsc()
+    for k in range(5):
+        column = rule.decided_in_column(k, np.array(scores[:, k]))
+        np.testing.assert_array_equal(np.sort(column), decided[:, k].indices)
+    np.testing.assert_array_equal(np.sort(rule.decided_in_column(4, scores[:, 4])), np.arange(200))
+    with pytest.raises(MlnbError, match="rule 'fixed' decides documents"):
+        fit_decision_rule("fixed").decided_in_column(0, scores[:, 0])
+
+
 def test_rcut_top_two_with_ties_by_category_index():
     rule = fit_decision_rule("rcut", rcut_k=2)
     test = np.array([[1, 3, 3, 0],

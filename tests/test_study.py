@@ -14,7 +14,7 @@ from mlnb.cli import app
 from mlnb import MlnbError
 from mlnb.config import EvalConfig, load_config
 from mlnb.engine.documents import validation_buckets
-from mlnb.study import run_models
+from mlnb.study import run_models, run_study
 
 SMALL = ["data.synthetic.n_documents=2000", "data.synthetic.n_features=1500", "data.synthetic.n_categories=12",
          "models.lr.npasses=1", "report.category=0"]
@@ -43,7 +43,7 @@ EVAL_KEYS = {
     "threshold": (0.9, "evaluate", _kw("threshold")),
     "roc_points": (11, "evaluate", _kw("roc_points")),
     "top_k": (3, "evaluate", _kw("top_k")),
-    "decision": ("pcut", "fit_decision_rule", lambda a, k, r: a[0]),
+    "decision": ("rcut", "fit_decision_rule", lambda a, k, r: a[0]),  # not the default (pcut here)
     "decision_metric": ("accuracy", "fit_decision_rule", _kw("metric")),
     "fbr": (0.3, "fit_decision_rule", _kw("fbr")),
     "fbr_rank": (2, "fit_decision_rule", _kw("fbr_rank")),
@@ -100,16 +100,28 @@ def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatc
 
 
 def test_curve_micro_f1_follows_the_threshold(tmp_path):
-    """The bug that motivated one loop: `mlnb curve` used to ignore eval.threshold."""
+    """The bug that motivated one loop: `mlnb curve` used to ignore eval.threshold (the fixed rule's cut)."""
     f1 = {}
     for threshold in (0.5, 0.9):
         out = tmp_path / str(threshold)
+        settings = SMALL + ["eval.decision=fixed", f"eval.threshold={threshold}"]
         args = ["curve", "configs/quickstart.toml", "--out", str(out), "--quiet", *COMMANDS["curve"],
-                *[a for s in SMALL + [f"eval.threshold={threshold}"] for a in ("--set", s)]]
+                *[a for s in settings for a in ("--set", s)]]
         assert CliRunner().invoke(app, args).exit_code == 0
         (folder,) = (out / "quickstart-curve").iterdir()
         f1[threshold] = pd.read_csv(folder / "curve.csv").set_index(["model", "size"])["micro_f1"]
     assert (f1[0.5] != f1[0.9]).all()
+
+
+def test_a_default_study_decides_by_pcut_and_names_it():
+    """eval.decision = 'auto' (the default) is PCut for a multilabel study in memory: every model decides by it,
+    and the result's config (its report, config.toml) names it rather than 'auto'."""
+    result = run_study(load_config(None, SMALL + ["eval.bootstrap=0"]))
+    assert result.config.eval.decision == "pcut"
+    assert all(run.decision.rule == "pcut" for run in result.models)
+    prevalence = result.train_positives / result.data["n_train"]
+    decided = np.diff(result.models[0].decisions.tocsc().indptr)  # positive decisions per category
+    np.testing.assert_array_equal(decided, np.floor(prevalence * result.data["n_test"] + 0.5))
 
 
 def test_run_models_fits_what_a_wanted_model_starts_from(small_corpus):
@@ -251,3 +263,14 @@ def test_a_category_in_every_training_document(n):
     config = load_config(None, ["eval.decision=pcut", "models.lr.npasses=1"])
     runs = run_models(config, data.X_train, sp.csr_matrix(Y_train), data.X_test, data.Y_test, data.category_names)
     assert all(run.evaluation.summary["n_categories"] == 20 for run in runs)
+
+
+def test_auc_intervals_of_a_run_are_the_score_intervals():
+    """metrics.csv's auc_low/auc_high are the score intervals (``metrics.auc_intervals``), not the
+    DeLong Wald intervals that covered 48–79 % at 2–5 test positives."""
+    from mlnb.metrics.auc_intervals import category_auc_intervals
+
+    result = mlnb.study.run_study(load_config(None, SMALL))
+    for run in result.models:
+        expected = category_auc_intervals(result.Y_test, run.rank_scores, level=result.config.eval.confidence)
+        np.testing.assert_allclose(run.auc_intervals, expected, equal_nan=True)

@@ -9,7 +9,8 @@ are held is the only thing that differs between sizes:
              for ``mlnb compare`` — runs on them exactly as on any in-memory study.
     spill  : one ``ScoreSpill`` per model (``mlnb.metrics.streaming``), category-major on disk,
              with the running sums of every pointwise metric; the decisions and calibrated
-             probabilities are applied chunk by chunk while scoring. What needs all scores at
+             probabilities are applied chunk by chunk while scoring (pcut's when evaluated, from each
+             category's column: ``evaluate_spilled``). What needs all scores at
              once is refused or bounded there, and the report says which (``SPILL_LIMITS``).
 
 ``engine.scores = "auto"`` holds them in memory when their estimate fits
