@@ -186,11 +186,14 @@ def ensure_compiled() -> None:
     workers = worker_processes()
     announce(workers)
     started = time.perf_counter()
-    if compile_all(workers):
-        try:
-            marker.write_text(f"{time.perf_counter() - started:.1f} s in {workers} processes\n")
-        except OSError:  # a cache folder that cannot be written: numba falls back likewise, nothing to keep
-            pass
+    done = compile_all(workers)  # an interrupt leaves no marker: the next study compiles again
+    # written also where a process failed (a combination this platform cannot compile): the kernels it
+    # left out compile on use, as they did before this module, not again up front at every study
+    outcome = "" if done else "; a compiling process failed, its kernels compile on use"
+    try:
+        marker.write_text(f"{time.perf_counter() - started:.1f} s in {workers} processes{outcome}\n")
+    except OSError:  # a cache folder that cannot be written: numba falls back likewise, nothing to keep
+        pass
 
 
 def _main(arguments: list[str]) -> int:

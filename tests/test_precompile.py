@@ -66,6 +66,29 @@ def test_a_package_kernel_compiling_is_announced_once_on_stderr_and_never_quietl
     assert len(lines) == 1 and lines[0].startswith(STATUS) and lines[0].endswith(" s)"), lines
 
 
+@pytest.mark.parametrize("succeeded", [True, False])
+def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(tmp_path, monkeypatch, succeeded):
+    """The marker is written whether or not every compiling process succeeded (a combination a platform
+    cannot compile then compiles on use), so that no study pays the whole compile again; an interrupt
+    leaves none, so the next study compiles."""
+    marker, calls = tmp_path / "mlnb-kernels-test.ready", []
+    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
+    monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
+    monkeypatch.setattr(precompile, "compile_all", lambda workers: calls.append(workers) or succeeded)
+    precompile.ensure_compiled()
+    precompile.ensure_compiled()
+    assert len(calls) == 1 and marker.exists()
+    assert ("failed" in marker.read_text()) is not succeeded
+
+    def interrupted(workers):
+        raise KeyboardInterrupt
+    marker.unlink()
+    monkeypatch.setattr(precompile, "compile_all", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        precompile.ensure_compiled()
+    assert not marker.exists()
+
+
 def _write_corpora(folder: Path) -> dict:
     """Small corpora of four other sources: a folder of texts (one sub-folder per category), a ';'-tagged
     CSV, JSON lines and a Mulan ARFF pair with its label XML."""

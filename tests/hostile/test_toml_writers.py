@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from mlnb import MlnbError
 from mlnb.cli import app
-from mlnb.config import config_dict, dump_toml, load_config, toml_comment, toml_key, toml_value
+from mlnb.config import (config_dict, dump_toml, load_config, toml_comment, toml_key, toml_value,
+                         with_decision_resolved)
 from mlnb.report.provenance import with_absolute_paths
 from mlnb.starter import write_starter
 
@@ -210,11 +211,12 @@ def test_run_sweep_and_bench_save_configs_that_load_back_unchanged(tmp_path, mon
     assert sorted(saved) == ["b-bench", "hostile", "hostile-sweep"]
     ran = load_config(saved["hostile"])
     ran.report.category = -1  # the run saves the category it resolved category_name to
-    assert ran == with_absolute_paths(config)
+    resolved = with_absolute_paths(with_decision_resolved(config))  # and the rule eval.decision = "auto" names
+    assert ran == resolved
     assert load_config(saved["b-bench"]) == load_config(bench)
     best = load_config(saved["hostile-sweep"])
     assert best.models["lr"].options.lrate in (0.1, 0.3)
     best.models["lr"].options.lrate, best.report.category = config.models["lr"].options.lrate, -1
-    assert best == with_absolute_paths(config)
+    assert best == with_absolute_paths(config)  # best.toml keeps "auto", which resolves as the run did
     for path in saved.values():
         _loads(path.read_text(encoding="utf-8"))
