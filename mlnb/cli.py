@@ -127,8 +127,8 @@ def _send_again(signum: int) -> None:
 # Python code that must not be cut short by an exception: llvmlite's ctypes bindings free an LLVM object and then
 # mark it freed (OutputString.close: LLVMPY_DisposeString, then ``self._ptr = None``; ObjectRef.detach; a module
 # handed to LLVM by link_in, then detached). An exception raised between the two leaves an object that frees its
-# memory again when it is finalised: glibc's "free(): double free detected" and SIGABRT (exit -6), which a
-# fresh-clone CI run got from a SIGTERM while numba compiled. llvmlite.ir (the IR builder, pure Python) is safe.
+# memory again when it is finalised: glibc's "free(): double free detected" and SIGABRT (exit -6), as a SIGTERM
+# while numba compiles can cause. llvmlite.ir (the IR builder, pure Python) is safe.
 _NOT_TO_BE_CUT_SHORT = ("llvmlite.binding",)
 
 
@@ -174,8 +174,8 @@ def _signals_as_interrupts():
             return None
         if interrupted:
             # the aftermath of an Interrupted raised inside a finalizer: an object it cut short fails when it
-            # is finalised again (a CI run printed llvmlite's ObjectRef.__del__ failing on the _as_parameter_
-            # that the interrupted close() had already deleted). The command ends with its one line anyway.
+            # is finalised again (llvmlite's ObjectRef.__del__ on the _as_parameter_ that the interrupted
+            # close() had already deleted). The command ends with its one line anyway.
             return None
         return unraisable_before(report)  # (the handler runs, and raises, in the main thread only)
 

@@ -38,6 +38,7 @@ from mlnb.budget import DataShape, check_budget
 from mlnb.calibration import fit_calibration
 from mlnb.config import StudyConfig, with_decision_resolved
 from mlnb.data.dataset import Dataset
+from mlnb.data.fingerprint import data_fingerprint
 from mlnb.data.sources import describe_split, load_dataset, open_streams
 from mlnb.data.stream import OneClassSource
 from mlnb.decision import fit_decision_rule
@@ -47,17 +48,16 @@ from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory
                                  score_spilled)
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
+from mlnb.metrics.auc_intervals import category_auc_intervals, category_auc_intervals_by_column
 from mlnb.metrics.comparison import Comparison, compare_scores, comparison_from_tests
 from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
 from mlnb.metrics.ranking import column_work
 from mlnb.metrics.significance import auc_difference_tests_by_column, mcnemar_test
 from mlnb.metrics.streaming import evaluate_spilled
-from mlnb.metrics.auc_intervals import category_auc_intervals, category_auc_intervals_by_column
 from mlnb.metrics.uncertainty import bootstrap_intervals
 from mlnb.models import get_kind
 from mlnb.models._linear import prior_log_odds
-from mlnb.report.provenance import data_fingerprint
 from mlnb.work import check_work, study_work
 
 
@@ -106,7 +106,7 @@ class StudyResult:
     comparisons: list[Comparison] = field(default_factory=list)  # one per report.compare pair, a − b
     untrainable: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=int))  # no training positive/negative
     timings: object = None  # mlnb.timings.Timings: seconds per stage of the run (``mlnb run --profile``)
-    # the input files as the run read them (``provenance.data_fingerprint``, taken at load: a file replaced or
+    # the input files as the run read them (``mlnb.data.fingerprint``, taken at load: a file replaced or
     # deleted while the models train is not what the results came from); None: the writer takes it
     data_fingerprint: dict | None = None
 

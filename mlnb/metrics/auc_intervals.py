@@ -29,13 +29,10 @@ conservative at high AUCs.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.stats import norm
 
-from mlnb.errors import MlnbError
 from mlnb.metrics._delong import column_blocks, single_statistics
-from mlnb.metrics._inputs import binary_labels, score_array
-from mlnb.metrics.ranking import _positives_by_column, _with_threads
+from mlnb.metrics.uncertainty import _check_level, category_auc_statistics
 
 #: halvings of [0, AUC] and [AUC, 1] in the search for the interval's ends (2^-60: float64 exact)
 BISECTION_STEPS = 60
@@ -58,8 +55,7 @@ def score_intervals(auc, positives, negatives, level: float = 0.95) -> np.ndarra
     """(K, 2): the ends of {θ : (AUC − θ)² ≤ z² V(θ)} for each category, by bisection on each side
     of the AUC (inside at the AUC, outside at 0 and 1 where V = 0); NaN rows where the AUC is NaN
     or a class has fewer than ``MIN_CLASS_COUNT`` documents."""
-    if not 0 < level < 1:
-        raise MlnbError(f"level must be in (0, 1), got {level}")
+    _check_level(level)
     auc = np.asarray(auc, np.float64).ravel()
     m = np.broadcast_to(np.asarray(positives, np.float64), auc.shape)
     n = np.broadcast_to(np.asarray(negatives, np.float64), auc.shape)
@@ -88,25 +84,15 @@ def category_auc_intervals(Y_true, scores, level: float = 0.95, n_threads: int |
     """(K, 2) score intervals (module docstring) of each category's AUC; NaN rows for categories
     with fewer than two positives or two negatives. The AUCs come from the DeLong kernel, all
     categories at once on ``n_threads`` numba threads (default: numba's)."""
-    if not 0 < level < 1:
-        raise MlnbError(f"level must be in (0, 1), got {level}")
-    scores = score_array(scores, "scores", ndim=(1, 2))  # float32/float64 without NaN (``_inputs``)
-    scores = scores.reshape(-1, 1) if scores.ndim == 1 else scores
-    Y_true = binary_labels(Y_true, "Y_true")
-    Y = sp.csc_matrix(Y_true if sp.issparse(Y_true) or np.ndim(Y_true) == 2 else np.reshape(Y_true, (-1, 1)))
-    if Y.shape != scores.shape:
-        raise MlnbError(f"Y_true has shape {Y.shape} but scores has shape {scores.shape}")
-    indptr, indices = _positives_by_column(Y, scores.shape[1])
-    statistics = _with_threads(lambda: single_statistics(scores, indptr, indices), n_threads)
-    positives = np.diff(indptr)
-    return score_intervals(statistics[:, 0], positives, scores.shape[0] - positives, level)
+    _check_level(level)
+    statistics, positives, n = category_auc_statistics(Y_true, scores, n_threads)
+    return score_intervals(statistics[:, 0], positives, n - positives, level)
 
 
 def category_auc_intervals_by_column(column, K: int, level: float = 0.95, work=None) -> np.ndarray:
     """``category_auc_intervals`` from ``column(k) -> (y, scores)`` of one category at a time (a
     streaming study reads them from disk), in blocks as ``uncertainty.auc_intervals_by_column``."""
-    if not 0 < level < 1:
-        raise MlnbError(f"level must be in (0, 1), got {level}")
+    _check_level(level)
     auc, positives, negatives = np.full(K, np.nan), np.zeros(K), np.zeros(K)
     for categories, indptr, indices, (scores,) in column_blocks(column, K, work=work):
         auc[categories] = single_statistics(scores, indptr, indices, category_major=True)[:, 0]

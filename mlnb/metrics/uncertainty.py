@@ -1025,11 +1025,10 @@ def _check_level(level: float) -> None:
         raise MlnbError(f"level must be in (0, 1), got {level}")
 
 
-def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int | None = None) -> np.ndarray:
-    """(K, 2) DeLong (Wald) intervals of each category's AUC, clipped to [0, 1]; NaN rows where the
-    variance is undefined (fewer than two positives or two negatives). All categories at once, in
-    parallel on ``n_threads`` numba threads (default: numba's)."""
-    _check_level(level)
+def category_auc_statistics(Y_true, scores, n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(each category's AUC and DeLong variance, ``single_statistics``'s (K, ·) rows; its test positives
+    (K,); the number of test documents) of 0/1 labels and scores (n × K, or n for one category), all
+    categories at once in parallel on ``n_threads`` numba threads (default: numba's)."""
     scores = score_array(scores, "scores", ndim=(1, 2))  # float32/float64 without NaN (``_inputs``)
     scores = scores.reshape(-1, 1) if scores.ndim == 1 else scores
     Y_true = binary_labels(Y_true, "Y_true")
@@ -1037,7 +1036,17 @@ def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int
     if Y.shape != scores.shape:
         raise MlnbError(f"Y_true has shape {Y.shape} but scores has shape {scores.shape}")
     indptr, indices = _positives_by_column(Y, scores.shape[1])
-    return _wald(_with_threads(lambda: single_statistics(scores, indptr, indices), n_threads), level).reshape(-1, 2)
+    statistics = _with_threads(lambda: single_statistics(scores, indptr, indices), n_threads)
+    return statistics, np.diff(indptr), scores.shape[0]
+
+
+def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int | None = None) -> np.ndarray:
+    """(K, 2) DeLong (Wald) intervals of each category's AUC, clipped to [0, 1]; NaN rows where the
+    variance is undefined (fewer than two positives or two negatives). All categories at once, in
+    parallel on ``n_threads`` numba threads (default: numba's)."""
+    _check_level(level)
+    statistics, _, _ = category_auc_statistics(Y_true, scores, n_threads)
+    return _wald(statistics, level).reshape(-1, 2)
 
 
 def auc_intervals_by_column(column, K: int, level: float = 0.95, work=None) -> np.ndarray:

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from mlnb.cli import app
 from mlnb.config import dump_toml, load_config
 from mlnb.data.synthetic import make_rcv1_like
-from mlnb.report.provenance import EDGE_BYTES, data_fingerprint, file_fingerprint, with_absolute_paths
+from mlnb.data.fingerprint import EDGE_BYTES, data_fingerprint, file_fingerprint
+from mlnb.report.provenance import with_absolute_paths
 from mlnb.scores import load_scores
 from mlnb.study import run_study
 

@@ -87,9 +87,9 @@ class ArrayNamespace:
     def transposed_product(self, X, D):
         """Xᵀ·D (V × K) of a CSR X (n × V) and a dense D (n × K): on a GPU, cuSPARSE's product with X
         transposed in place (``transposed``). Its sums are not bit-reproducible from run to run: it adds
-        with atomics, and on an H200 (2026-11-26) forming Xᵀ first (csr2csc) and multiplying it as it
-        is changed the last bit between runs as well — so the GPU engine is deterministic to round-off
-        only (a CSR × dense kernel of our own, summing each row in order, would make it bit for bit)."""
+        with atomics (forming Xᵀ first, csr2csc, does too: experiments/gpu_machine.sh), so the GPU engine
+        is deterministic to round-off only (a CSR × dense kernel of our own, summing each row in order,
+        would make it bit for bit)."""
         if not self.on_gpu:
             return X.T @ D
         return self.transposed(X) @ D
