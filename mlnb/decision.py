@@ -72,6 +72,8 @@ from mlnb.calibration import category_blocks, check_labels, check_scores, label_
 from mlnb.errors import MlnbError
 
 RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
+#: the rules that learn their thresholds from held-out training scores (``mlnb.study.held_out_scores``)
+LEARNED_ON_HELD_OUT = ("scut", "scutfbr")
 METRICS = ("f1", "f_beta", "accuracy")
 SWEEP_ELEMENTS = 1 << 21  # documents × categories per SCut block: ~60 MB of sort temporaries
 DECIDE_ROWS_ELEMENTS = 1 << 22  # documents × categories per block of decide (4 MB of booleans)
@@ -174,7 +176,7 @@ def fit_decision_rule(rule: str, scores_val=None, Y_val=None, *, threshold: floa
     S = None if scores_val is None else check_scores(scores_val, "scores_val")
     if S is not None and S.shape[0] == 0:
         raise MlnbError("scores_val: no validation documents")
-    if rule in ("scut", "scutfbr") and (S is None or Y_val is None):
+    if rule in LEARNED_ON_HELD_OUT and (S is None or Y_val is None):
         raise MlnbError(f"scores_val, Y_val: rule {rule!r} is fitted on validation scores and labels")
     Y = None if S is None or Y_val is None else check_labels(Y_val, S.shape)
     prevalence = None
@@ -184,7 +186,7 @@ def fit_decision_rule(rule: str, scores_val=None, Y_val=None, *, threshold: floa
     thresholds = best = fallback = None
     if rule == "fixed" and K is not None:
         thresholds = np.full(K, logit(threshold))
-    if rule in ("scut", "scutfbr"):
+    if rule in LEARNED_ON_HELD_OUT:
         thresholds, best, top_scores = _scut(S, Y, metric, beta, fbr_rank if rule == "scutfbr" else 0)
         fallback = np.diff(Y.indptr) == 0  # no validation positive: t = +∞, nothing learnt
         if rule == "scutfbr":

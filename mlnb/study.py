@@ -41,7 +41,7 @@ from mlnb.data.dataset import Dataset
 from mlnb.data.fingerprint import data_fingerprint
 from mlnb.data.sources import describe_split, load_dataset, open_streams
 from mlnb.data.stream import OneClassSource
-from mlnb.decision import fit_decision_rule
+from mlnb.decision import LEARNED_ON_HELD_OUT, fit_decision_rule
 from mlnb.engine.documents import Documents, InMemoryDocuments, StreamedDocuments, validation_buckets
 from mlnb.engine.fitting import NoTrainingDocuments, fit_models, label_counts
 from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory, score_in_memory,
@@ -225,7 +225,7 @@ def run_on(config: StudyConfig, train: Documents, evaluation: Documents, *, want
     multiclass = config.task == "multiclass"
     rules = {name: config.models[name].decision or ev.decision for name in evaluated}
     needs = {name for name in evaluated if not multiclass and
-             (rules[name] in ("scut", "scutfbr") or ev.calibration != "none")}
+             (rules[name] in LEARNED_ON_HELD_OUT or ev.calibration != "none")}
     held = {}
     eval_set = (evaluation.X, evaluation.Y) if train.in_memory and evaluation.in_memory else None
     if needs and ev.validation == "split" and not ev.refit:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mlnb.config import fit_order
+from mlnb.decision import LEARNED_ON_HELD_OUT
 from mlnb.errors import MlnbError
 from mlnb.models import get_kind
 
@@ -47,7 +48,7 @@ def loop_fits(config, spec) -> int:
     calibration learns from held-out scores, eval.folds more (kfold) or one more (a split with eval.refit)."""
     ev = config.eval
     rule = spec.decision or ev.decision
-    held_out = config.task != "multiclass" and (rule in ("scut", "scutfbr") or ev.calibration != "none")
+    held_out = config.task != "multiclass" and (rule in LEARNED_ON_HELD_OUT or ev.calibration != "none")
     if not held_out:
         return 1
     return 1 + (ev.folds if ev.validation == "kfold" else int(ev.refit))

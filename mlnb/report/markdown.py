@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from mlnb.config import toml_value
+from mlnb.decision import LEARNED_ON_HELD_OUT
 from mlnb.metrics.auc_permutation import PERMUTATION_MAX
 from mlnb.report.escape import plain  # every name from the data or the config, as literal Markdown
 from mlnb.report.tables import (compiling_note, decision_rule_f1, largest_differences, markdown_table,
@@ -164,7 +165,7 @@ def _summary_preamble(result) -> list[str]:
             "pcut": "give each category its training share of the test documents (PCut)",
             "rcut": f"take the {ev.rcut_k} best categories of each document (RCut)"}[ev.decision]
     learned = (f" Thresholds and calibration learn on held-out training documents ({ev.validation}), never on "
-               "the test part; `decisions.csv` has every threshold." if ev.decision in ("scut", "scutfbr") or
+               "the test part; `decisions.csv` has every threshold." if ev.decision in LEARNED_ON_HELD_OUT or
                ev.calibration != "none" else "")
     return ["Rank metrics (AUC, average precision) come from the models' decision scores (log-odds), never from "
             "probabilities; macro averages are over the categories with at least one positive and one negative "
