@@ -10,22 +10,37 @@ The large arrays, in bytes (n documents, nnz stored values, V features, K catego
 
     X            16·nnz        CSR float32 values + int32 indices, about twice (the split and the
                                feature transform copy it)
-    W            16·V·K·M      per model: float32 W, and its optimiser's or counts' arrays beside it
+    W            16·V·K·M      per model whose kind holds dense weights (``ModelKind.weights``): float32 W,
+                               and its optimiser's or counts' arrays beside it
+    sparse W     28·P + 24·V   per model whose kind holds sparse weights: each (word, category) pair that occurs
+                               in training holds a counter (int64 key, float64 value) and a weight's correction
+                               (float64, int32 index); each word its total, default weight and row pointer.
+                               The pairs P are estimated as min(V·K, nnz_train): every stored training value
+                               with one label (more labels per document make more, words shared by the
+                               documents of a category fewer); unknown before the data are read: 0 (so a
+                               streamed study, whose pairs go out of core beyond the kind's max_count_memory
+                               when counted by ``StreamTrainer.count_pairs``, is never refused for them)
     solver       s·V·K         per model whose kind's solver holds s bytes per weight more (``state_per_weight``:
                                L-BFGS's 2·lbfgs_memory float64 vectors, s = 16·lbfgs_memory)
     scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics
     ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
     processes    150 MB·n_jobs per model kind fitting categories in parallel (one interpreter each)
     Dask         n_workers·(230 MB + 16·V·K·M) for a LocalCluster on this machine (each worker holds the
-                 models' W and optimiser state), plus one more copy of the shared state here
+                 dense models' W and optimiser state), plus one more copy of the shared state here
+
+When dense W is what does not fit, the refusal names the keys that make it smaller (features.max_features;
+for text, hashing with features.hash_features) and, for a model whose kind has a sparse equivalent
+(``ModelKind.dense_equivalent``), that kind.
 
 Sizes that the data set rather than the config (an svmlight label or index, the labels of a text
 file, a shard manifest, an .npy header, a line's length) pass :func:`check_data_sizes`: the same
 ``MAX_*`` bounds as the config keys that size the same arrays, and the same estimate for one model,
-before anything of those sizes is allocated; a refusal is one line naming the file.
+before anything of those sizes is allocated (a model holding sparse weights: W is counted by its per-word
+arrays, not V × K, since a study may choose such a model); a refusal is one line naming the file.
 
-The estimate is deliberately a lower bound of what a run needs: when it already exceeds the available
-memory the run cannot succeed, and a run it admits may still be refused later by the real shapes.
+The estimate is deliberately a lower bound of what a run needs (but for the sparse pairs, an estimate): when
+it already exceeds the available memory the run cannot succeed, and a run it admits may still be refused later
+by the real shapes.
 """
 
 from __future__ import annotations
@@ -37,6 +52,10 @@ from typing import NamedTuple
 
 from mlnb.errors import MlnbError
 
+#: bytes of dense scores one step of a spilled scoring pass makes at most (12 per document, category and model:
+#: the float32 scores and what the running sums derive from them): ``mlnb.backends.tasks.score_partitions``
+#: scores a chunk in blocks of rows, so that 100k categories never make chunk_size × K scores at once
+SCORING_BLOCK_BYTES = 512 * 2**20
 #: what one worker process of joblib costs before it holds any data (numpy, scipy, scikit-learn)
 WORKER_BYTES = 150 * 2**20
 #: what one Dask worker process of a LocalCluster holds after its imports (numpy, scipy, scikit-learn,
@@ -45,6 +64,11 @@ DASK_WORKER_BYTES = 230 * 2**20
 #: the RCV1-v2 corpus, as the rcv1 and lyrl2004 sources hold it
 RCV1_DOCUMENTS, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ = 804_414, 47_236, 103, 60_915_113
 RCV1_TRAIN = 23_149
+#: bytes a model with sparse weights holds per (word, category) pair that occurs in training: its counter (int64
+#: key, float64 value) and its weight's correction (float64 value, int32 index)
+SPARSE_PAIR_BYTES = 28
+#: ... and per word: its total over the training documents (float64), its default weight and its row pointer
+SPARSE_WORD_BYTES = 24
 
 
 class DataShape(NamedTuple):
@@ -64,6 +88,7 @@ class Need:
     what: str
     bytes: float
     key: str  # 'data.synthetic.n_documents = 1000000000'
+    remedy: str = ""  # more keys that make it smaller, said after the key's own ('make W smaller: ...')
 
 
 def available_memory() -> int | None:
@@ -106,6 +131,15 @@ def data_shape(config) -> tuple[DataShape, dict]:
                 "n_categories": f"data.synthetic.n_categories = {s.n_categories}",
                 "nnz": f"data.synthetic.n_documents = {n}"}
         shape = DataShape(n - n_test, n_test, s.n_features, s.n_categories, int(n * s.words_per_document))
+    elif source == "long_tail":
+        s = data.long_tail
+        n = s.n_documents
+        n_test = round(n * test_share)
+        keys = {"n_documents": f"data.long_tail.n_documents = {n}",
+                "n_features": f"data.long_tail.n_features = {s.n_features}",
+                "n_categories": f"data.long_tail.n_categories = {s.n_categories}",
+                "nnz": f"data.long_tail.words_per_document = {s.words_per_document:g}"}
+        shape = DataShape(n - n_test, n_test, s.n_features, s.n_categories, round(n * s.words_per_document))
     elif source in ("rcv1", "lyrl2004"):
         s = getattr(data, source)
         if s.split == "random":
@@ -134,8 +168,12 @@ def data_shape(config) -> tuple[DataShape, dict]:
 
 def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
     """The large arrays of a run of ``config`` on data of ``shape`` (see the module docstring)."""
+    keys = keys or {}
     models = config.study_models()
-    needs = _array_needs(shape, len(models), config.eval.roc_points, keys or {})
+    dense = [spec for spec in models if spec.weights()[0] == "dense"]
+    needs = _array_needs(shape, len(models), config.eval.roc_points, keys, _held_scores(config))
+    needs += _dense_weights(shape, dense, keys, _fewer_weights(config, dense))
+    needs += _sparse_weights([spec for spec in models if spec not in dense], shape, keys)
     needs += _solver_needs(models, shape)
     for spec in models:
         n_jobs = getattr(spec.options, "n_jobs", 1)
@@ -144,11 +182,63 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
                               f"models.{spec.name}.n_jobs = {n_jobs}"))
     engine = getattr(config, "engine", None)
     if engine is not None and engine.kind == "dask" and config.data.streaming:
-        state = 16.0 * (shape.n_features or 0) * (shape.n_categories or 1) * len(models)  # W and its optimiser's
+        state = 16.0 * (shape.n_features or 0) * (shape.n_categories or 1) * len(dense)  # W and its optimiser's
         local = 0 if engine.address else engine.n_workers  # a cluster elsewhere holds its copies there
         needs.append(Need(f"{local} Dask worker processes and the shared model state",
                           float(local * (DASK_WORKER_BYTES + state) + state), f"engine.n_workers = {engine.n_workers}"))
     return needs
+
+
+def _held_scores(config) -> float | None:
+    """The most bytes of test scores a run of ``config`` holds at once: None (all of them) in memory or with
+    engine.scores = 'memory'; a streamed multilabel study that may spill them holds at most
+    engine.max_score_memory ('auto') and one scoring step's block (``SCORING_BLOCK_BYTES``)."""
+    engine = getattr(config, "engine", None)
+    if engine is None or not config.data.streaming or engine.scores == "memory" or config.task == "multiclass":
+        return None
+    block = float(SCORING_BLOCK_BYTES)
+    return max(block, engine.max_score_memory * 2**20) if engine.scores == "auto" else block
+
+
+def _fewer_weights(config, dense) -> str:
+    """What makes dense W smaller besides the data's own key, and the sparse kinds of the models that have one:
+    'make W smaller: features.max_features, ... or kind = 'sparse_naive_bayes' in models.nb (sparse weights)'."""
+    ways = [] if config.data.streaming else ["features.max_features"]  # streamed: no pass to choose them
+    ways.append("features.vectorizer = 'hashing' with fewer features.hash_features (text sources)")
+    for spec in dense:
+        _, sparse = spec.weights(config.task)
+        if sparse:
+            ways.append(f"kind = {' or '.join(map(repr, sparse))} in models.{spec.name} (sparse weights)")
+    listed = ", ".join(ways[:-1]) + f"{',' * (len(ways) > 2)} or {ways[-1]}" if len(ways) > 1 else ways[0]
+    return f"make W smaller: {listed}"
+
+
+def _dense_weights(shape: DataShape, dense, keys: dict, remedy: str = "") -> list[Need]:
+    """W of the models ``dense`` whose kinds hold V × K weights (K unknown: 1, a lower bound)."""
+    V, K = shape.n_features, shape.n_categories
+    if not V or not dense:
+        return []
+    larger = "n_features" if not K or (V / RCV1_FEATURES) >= (K / RCV1_CATEGORIES) else "n_categories"
+    names = ", ".join(spec.name for spec in dense)
+    return [Need(f"W ({V} features × {K or 1} categories × {len(dense)} models: {names})",
+                 16.0 * V * (K or 1) * len(dense), keys.get(larger) or f"the data's {larger.replace('n_', '')}",
+                 remedy)]
+
+
+def _sparse_weights(sparse, shape: DataShape, keys: dict) -> list[Need]:
+    """The counters and weights of the models ``sparse`` whose kinds hold them by the (word, category) pairs
+    that occur: SPARSE_PAIR_BYTES·P + SPARSE_WORD_BYTES·V each, P = min(V·K, nnz_train) (module docstring)."""
+    n_train, n_test, V, K, nnz = shape
+    if not V:
+        return []
+    nnz_train = nnz * n_train / (n_train + n_test) if nnz and n_train and n_test is not None else nnz or 0
+    pairs = min(float(V) * (K or 1), float(nnz_train))
+    if SPARSE_PAIR_BYTES * pairs > SPARSE_WORD_BYTES * V:  # the pairs drive it: the data's size
+        key = keys.get("nnz") or "the data's size"
+    else:
+        key = keys.get("n_features") or "the data's features"
+    return [Need(f"{spec.name}'s sparse counters and weights (~{pairs:,.0f} pairs, {V} features)",
+                 SPARSE_PAIR_BYTES * pairs + SPARSE_WORD_BYTES * V, key) for spec in sparse]
 
 
 def _solver_needs(models, shape: DataShape) -> list[Need]:
@@ -164,8 +254,11 @@ def _solver_needs(models, shape: DataShape) -> list[Need]:
     return needs
 
 
-def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict) -> list[Need]:
-    """The data-driven arrays of the module docstring for ``M`` models (``roc_points`` None: no grid)."""
+def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict,
+                 held_scores: float | None = None) -> list[Need]:
+    """The data-driven arrays of the module docstring for ``M`` models (``roc_points`` None: no grid), but
+    their weights (``_dense_weights``, ``_sparse_weights``); ``held_scores``: the most bytes of test scores
+    held at once (a streamed study that spills them: ``_held_scores``), None: all of them."""
     n_train, n_test, V, K, nnz = shape
     needs = []
 
@@ -174,13 +267,14 @@ def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict) -
 
     if nnz:
         needs.append(Need(f"X ({nnz} stored values)", 16.0 * nnz, key("nnz", "the data's size")))
-    if V:  # a study has at least one category: with K unknown, V·1 is still a lower bound
-        larger = "n_features" if not K or (V / RCV1_FEATURES) >= (K / RCV1_CATEGORIES) else "n_categories"
-        needs.append(Need(f"W ({V} features × {K or 1} categories × {M} models)", 16.0 * V * (K or 1) * M,
-                          key(larger, f"the data's {larger.replace('n_', '')}")))
     if n_test and K:
-        needs.append(Need(f"test scores ({n_test} documents × {K} categories × {M} models)", 12.0 * n_test * K * M,
-                          key("n_documents", "the number of test documents")))
+        all_scores = 12.0 * n_test * K * M
+        if held_scores is None or held_scores >= all_scores:
+            needs.append(Need(f"test scores ({n_test} documents × {K} categories × {M} models)", all_scores,
+                              key("n_documents", "the number of test documents")))
+        else:  # spilled to disk: what one scoring step and the scores held in memory take
+            needs.append(Need(f"test scores held while scoring ({n_test} documents × {K} categories × {M} models "
+                              "spilled to disk)", held_scores, "engine.max_score_memory"))
     if K and roc_points:
         needs.append(Need(f"ROC grids ({K} categories × {roc_points} points × {M} models)",
                           16.0 * K * roc_points * M, f"eval.roc_points = {roc_points}"))
@@ -207,7 +301,8 @@ def check_budget(config, shape: DataShape | None = None, available: int | None =
     largest = max(needs, key=lambda need: need.bytes)
     parts = ", ".join(f"{need.what} {human(need.bytes)}" for need in sorted(needs, key=lambda need: -need.bytes)[:3])
     name, _, value = largest.key.partition(" = ")
-    remedy = f"; lower {name}" if value.split(" ")[0].isdigit() else ""
+    ways = ([f"lower {name}"] if value.split(" ")[0].isdigit() else []) + [largest.remedy] * bool(largest.remedy)
+    remedy = "; " + ", or ".join(ways) if ways else ""
     raise MlnbError(f"{largest.key}: the run needs at least {human(total)} of memory ({parts}), more than the "
                     f"{human(available)} available{remedy}")
 
@@ -239,6 +334,9 @@ def check_data_sizes(where: str, *, n_documents: int | None = None, n_features: 
     if nnz is not None and not 0 <= nnz <= MAX_DOCUMENTS * 10**4:
         raise MlnbError(f"{where}: {nnz:,} stored values; expected at most {MAX_DOCUMENTS * 10**4:,}")
     needs = _array_needs(DataShape(None, None, n_features, n_categories, nnz), 1, None, {})
+    if n_features:  # the least weights a study of the data may hold: a model's sparse weights, with no pair yet
+        needs.append(Need(f"a model's weights (sparse: {n_features} features)", float(SPARSE_WORD_BYTES) * n_features,
+                          ""))
     if n_categories:
         needs.append(Need(f"{n_categories} category names", float(CATEGORY_BYTES) * n_categories, ""))
     if extra_bytes:

@@ -32,10 +32,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import clone
 
+from mlnb.budget import SCORING_BLOCK_BYTES
 from mlnb.data.stream import Chunk, ChunkSource, Partition
 from mlnb.errors import MlnbError
 from mlnb.models.naive_bayes import NaiveBayes
 from mlnb.models.naive_bayes.counts import NBCounts
+from mlnb.models.naive_bayes.sparse_counts import SparseCounts
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,32 @@ def sum_partition(partition: Partition, reading: Reading, binarize_input: bool, 
              for chunk in reading.chunks(partition))
     # lazily: at most log2(chunks) partial sums held; None first, as a partition a split left empty adds nothing
     return tree_reduce(chain([None], parts), add_or_none)
+
+
+def chunk_pairs(X, Y, presence: bool) -> SparseCounts:
+    """One chunk's Naive Bayes counters of the (word, category) pairs that occur (module level: picklable for
+    Dask, a ``sum_partition`` function)."""
+    return SparseCounts.from_chunk(X, Y, presence=presence)
+
+
+@dataclass(frozen=True)
+class PartitionMatrices:
+    """The training documents of partition ``i`` as one (X, Y) (CSR float32 m × V, CSR int8 m × K), read on a
+    worker: the ``make_chunk`` of ``sparse_dask.count_on_dask``, one chunk a partition (picklable)."""
+
+    reading: Reading
+    partitions: tuple
+
+    def __call__(self, i: int):
+        import scipy.sparse as sp
+
+        chunks = list(self.reading.chunks(self.partitions[i]))
+        source = self.reading.source
+        if not chunks:  # a partition a split left empty counts nothing
+            return (sp.csr_matrix((0, source.n_features), dtype=np.float32),
+                    sp.csr_matrix((0, source.n_categories), dtype=np.int8))
+        return (sp.vstack([chunk.X for chunk in chunks], format="csr"),
+                sp.vstack([chunk.Y for chunk in chunks], format="csr"))
 
 
 def add_or_none(a, b):
@@ -266,15 +294,17 @@ def score_partitions(group: tuple[int, list, int], scoring: Scoring, root: str) 
     try:
         for partition in partitions:
             for chunk in scoring.reading.chunks(partition):
-                for name, model in scoring.models.items():
-                    scores = model.decision_function(chunk.X)  # (m, K); presence models binarise inside
-                    if scoring.prior is not None and scoring.untrainable.size:
-                        scores[:, scoring.untrainable] = scoring.prior[scoring.untrainable]
-                    calibration = scoring.calibrations.get(name)
-                    probabilities = None if calibration is None else calibration.transform(scores)
-                    rule = scoring.rules.get(name)  # None: a rule that cannot decide chunk by chunk (pcut)
-                    decisions = None if rule is None else rule.decide(rule.reads(scores, probabilities))
-                    spills[name].append(chunk.Y, scores, decisions=decisions, probability_scores=probabilities)
+                for X, Y in scoring_blocks(chunk, source.n_categories):
+                    for name, model in scoring.models.items():
+                        scores = model.decision_function(X)  # (m, K); presence models binarise inside
+                        if scoring.prior is not None and scoring.untrainable.size:
+                            scores[:, scoring.untrainable] = scoring.prior[scoring.untrainable]
+                        calibration = scoring.calibrations.get(name)
+                        probabilities = None if calibration is None else calibration.transform(scores)
+                        rule = scoring.rules.get(name)  # None: a rule that cannot decide chunk by chunk (pcut)
+                        decisions = None if rule is None else rule.decide(rule.reads(scores, probabilities))
+                        spills[name].append(Y, scores, decisions=decisions, probability_scores=probabilities)
+                        del scores, probabilities, decisions
         for spill in spills.values():
             spill.close()
     except BaseException:
@@ -282,6 +312,18 @@ def score_partitions(group: tuple[int, list, int], scoring: Scoring, root: str) 
             spill.__exit__(RuntimeError, None, None)  # release the files, leave them unusable
         raise
     return {name: str(spill.folder) for name, spill in spills.items()}
+
+
+def scoring_blocks(chunk: Chunk, n_categories: int):
+    """(X, Y) of the chunk's rows in blocks of at most max(1, SCORING_BLOCK_BYTES // (12 · K)) documents: what
+    one scoring step turns into dense m × K scores (the whole chunk when it fits)."""
+    rows = max(1, SCORING_BLOCK_BYTES // (12 * max(n_categories, 1)))
+    n = chunk.n_documents
+    if n <= rows:
+        yield chunk.X, chunk.Y
+        return
+    for start in range(0, n, rows):
+        yield chunk.X[start:start + rows], chunk.Y[start:start + rows]
 
 
 def merge_spills(parts, folder):

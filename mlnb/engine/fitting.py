@@ -9,7 +9,9 @@ declares (``ModelKind.fits_from``), through one ``StreamTrainer`` over the sourc
 
        N = Σ_p N_p,   n = Σ_p n_p,   counts = Σ_p counts_p
 
-2. each model's ``fit_streamed`` hook: from the counts (Naive Bayes, the prior), by full passes whose
+2. each model's ``fit_streamed`` hook: from the counts (Naive Bayes, the prior), from the counters of
+   the (word, category) pairs that occur (``StreamTrainer.count_pairs``: sparse Naive Bayes, in memory
+   under the model's max_count_memory, out of core beyond it), by full passes whose
    sums a full-batch solver needs (``StreamTrainer.sum_over_chunks``: LR with ``solver = "lbfgs"``,
    the same fixed reduction tree here and on Dask), or by passes of minibatches
    (``StreamTrainer.minibatch``). In one process the minibatch engine steps through the chunks in order,
@@ -34,17 +36,21 @@ when the documents are streamed.
 from __future__ import annotations
 
 import operator
+import shutil
+import tempfile
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import clone
 
 from mlnb import progress, timings
-from mlnb.backends.tasks import (Counter, LogisticJob, Reading, TrainingCounts, add_or_none, count_partition,
-                                 finished_naive_bayes, fit_logistic_here, fit_logistic_on_worker, lr_pass_partition,
-                                 mix, sum_partition, worker_groups)
+from mlnb.backends.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, TrainingCounts, add_or_none,
+                                 chunk_pairs, count_partition, finished_naive_bayes, fit_logistic_here,
+                                 fit_logistic_on_worker, lr_pass_partition, mix, sum_partition, worker_groups)
 from mlnb.config import StudyConfig, fit_order
 from mlnb.engine.documents import Documents
 from mlnb.engine.array.fitting import engine_for
@@ -52,6 +58,8 @@ from mlnb.errors import MlnbError, MlnbWarning
 from mlnb.models import KINDS, get_kind
 from mlnb.models._linear import prior_log_odds
 from mlnb.models.minibatch import sums_shape
+from mlnb.models.naive_bayes.count_store import STORE_PREFIX, CountAggregator, CountStore
+from mlnb.models.naive_bayes.sparse_dask import count_on_dask
 from mlnb.models.registry import CountRequest
 
 
@@ -59,6 +67,10 @@ from mlnb.models.registry import CountRequest
 #: "one_worker" the one-machine minibatch engine on one worker, "mixing" iterative parameter mixing of every
 #: worker's trainer, "sums" full passes whose sums every worker adds to (L-BFGS)
 DASK_TRAINING = ("one_worker", "mixing", "sums")
+
+#: bytes a (word, category) counter holds in memory, an int64 key and a float64 value (as the budget of
+#: ``count_store.CountAggregator`` counts them)
+COUNTER_PAIR_BYTES = 16
 
 #: warn when the data allow mixing only this many times more rarely than engine.mix_every asks
 WARN_MINIBATCHES_BETWEEN_MIXING = 4
@@ -83,6 +95,12 @@ class Fitted:
     nnz: int
     counting_seconds: float = 0.0
     compile_seconds: dict = field(default_factory=dict)
+
+
+def built_weights(kind, estimator):
+    """The fitted ``estimator``'s weights, which a lazy model (Naive Bayes) builds when first asked: W (V × K) of a
+    kind with dense weights, b (K,) of one with sparse weights (its corrections and defaults are built with it)."""
+    return estimator.weights_ if kind.weights == "dense" else estimator.bias_
 
 
 def label_counts(Y) -> np.ndarray:
@@ -121,7 +139,7 @@ def _fit_in_memory(config, specs, documents, seed: int, labels: dict, eval_set) 
                     estimator = device.fit(estimator, X, Y, config.task, arguments)
                 else:
                     estimator.fit(X, Y, **arguments)
-                estimator.weights_  # a lazy model (Naive Bayes) builds W here, so fit time includes it
+                built_weights(kind, estimator)  # a lazy model (Naive Bayes) builds W here, so fit time includes it
         except MlnbError as error:
             raise MlnbError(f"models.{spec.name}: {error}") from None
         fitted[spec.name] = estimator
@@ -152,14 +170,14 @@ def _fit_streamed(config, specs, documents, seed: int, labels: dict, backend) ->
     for spec in specs:
         kind = get_kind(spec.kind)
         trainer = SourceTrainer(spec.name, reading, partitions, counts, backend, documents.shuffle_buffer,
-                                config.engine.mix_every, config.engine.minibatch)
+                                config.engine.mix_every, config.engine.minibatch, config.engine.spill_folder or None)
         try:
             with progress.status(f"fitting {labels.get(spec.name, spec.name)}"), warnings.catch_warnings(), \
                     timings.Stopwatch() as watch:
                 warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
                 warnings.simplefilter("default", MlnbWarning)  # what a user should change (e.g. Dask mixing)
                 model = kind.fit_streamed(estimators[spec.name], spec.options, fitted, trainer)
-                model.weights_  # noqa: B018  (built now, so fit time includes it)
+                built_weights(kind, model)  # built now, so fit time includes it
             if trainer.ran is not None:
                 model.dask_training_ = trainer.ran
         except MlnbError as error:
@@ -174,9 +192,10 @@ class SourceTrainer:
     counting pass's sums, and minibatch passes here or on Dask (module docstring)."""
 
     def __init__(self, name: str, reading: Reading, partitions: list, counts: TrainingCounts, backend,
-                 buffer_chunks: int, mix_every: int, minibatch: str):
+                 buffer_chunks: int, mix_every: int, minibatch: str, count_folder: str | None = None):
         self.name, self.reading, self.partitions, self.counts = name, reading, partitions, counts
         self.backend, self.buffer_chunks, self.mix_every, self.where = backend, buffer_chunks, mix_every, minibatch
+        self.count_folder = count_folder  # where counters beyond their budget go (engine.spill_folder; None: temp)
         self.n_features = reading.source.n_features
         self.n_categories = reading.source.n_categories
         self.ran = None  # how the model trained on Dask (DASK_TRAINING), recorded for the report
@@ -198,6 +217,39 @@ class SourceTrainer:
         if total is None:
             raise NoTrainingDocuments(f"{self.reading.source.name}: no training documents")
         return total
+
+    def count_pairs(self, presence: bool, max_count_memory: float):
+        """Every training chunk's (word, category) counters under ``max_count_memory`` MiB (16 bytes a pair): a
+        ``SparseCounts`` while they fit, beyond it a ``CountStore`` in a new folder under engine.spill_folder (or
+        the system's temporary folder), deleted once no model uses it. In this process the chunks are added in
+        order (``count_store.CountAggregator``); on Dask each worker counts whole partitions and the pairs are
+        reduced by word range on the workers, each range written as a part of a store
+        (``sparse_dask.count_on_dask``), which is read back into memory when it fits the budget."""
+        if self.backend.name == "local":
+            aggregator = CountAggregator(self.n_features, self.n_categories, bool(presence), max_count_memory,
+                                         self.count_folder)
+            for partition in self.partitions:
+                for chunk in self.reading.chunks(partition):
+                    aggregator.add(chunk_pairs(chunk.X, chunk.Y, bool(presence)))
+            counts = aggregator.finish()
+        else:
+            folder = Path(tempfile.mkdtemp(prefix=STORE_PREFIX, dir=self.count_folder))
+            try:
+                counts = count_on_dask(self.backend.client, PartitionMatrices(self.reading, tuple(self.partitions)),
+                                       range(len(self.partitions)), self.n_features, self.n_categories,
+                                       bool(presence), folder=folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            if counts.n_pairs * COUNTER_PAIR_BYTES <= max_count_memory * 2**20:  # they fit: held here
+                counts = counts.load()
+                shutil.rmtree(folder, ignore_errors=True)
+            self._record("sums")
+        if isinstance(counts, CountStore):  # read by the model's scoring until the study lets go of it
+            weakref.finalize(counts, shutil.rmtree, counts.folder, True)
+        if counts.n == 0:
+            raise NoTrainingDocuments(f"{self.reading.source.name}: no training documents")
+        return counts
 
     def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None, intercept_init=None):
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)

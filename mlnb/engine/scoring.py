@@ -39,8 +39,10 @@ from mlnb.metrics.streaming import ScoreSpill
 #: scores, a float64 copy in the rank metrics
 SCORE_BYTES = 12
 #: what an evaluation from spilled scores cannot do, each as the report states it
-SPILL_LIMITS = ("bootstrap intervals and the scores file for `mlnb compare` (the scores stay on disk only during "
-                "the run); micro AUC/AP are binned, with their largest possible error in the summary")
+SPILL_LIMITS = ("bootstrap intervals of the summary metrics (those of the ranking metrics at k are kept: they "
+                "resample each document's k best categories) and the scores file for `mlnb compare` (the scores stay "
+                "on disk only during the run); micro AUC/AP are binned, with their largest possible error in the "
+                "summary")
 
 
 @dataclass(eq=False)

@@ -6,7 +6,7 @@ Every model kind a study can name is registered here, one line each
 
 from mlnb.models import linear_svm, logistic, naive_bayes, nb_logistic, prior, sklearn_logistic
 from mlnb.models.logistic import LogisticRegression
-from mlnb.models.naive_bayes import NaiveBayes
+from mlnb.models.naive_bayes import NaiveBayes, sparse
 from mlnb.models.registry import KINDS, ModelKind, get_kind, register
 from mlnb.models.sklearn_logistic import SklearnLogisticRegression
 
@@ -16,6 +16,7 @@ register(sklearn_logistic.KIND)
 register(nb_logistic.KIND)
 register(linear_svm.KIND)
 register(prior.KIND)
+register(sparse.KIND)
 
 __all__ = ["KINDS", "LogisticRegression", "ModelKind", "NaiveBayes", "SklearnLogisticRegression", "get_kind",
            "register"]

@@ -30,6 +30,11 @@ FITS_FROM = ("counts", "minibatch", "full_batch", "memory")
 #:   ranking              : orders documents within a category; not a log-odds (complement NB)
 #:   margin               : a signed distance to a separating hyperplane (SVM)
 SCORE_TYPES = ("log_odds", "joint_log_likelihood", "ranking", "margin")
+#: how a kind holds its weights (``ModelKind.weights``), for the memory estimate of :mod:`mlnb.budget`
+#:   dense  : a V × K matrix W: 16·V·K bytes with its solver's or counts' arrays beside it
+#:   sparse : a per-category default plus corrections at the (word, category) pairs that occur in training,
+#:            and per-word arrays: memory by the pairs and V + K, never V × K
+WEIGHTS = ("dense", "sparse")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,11 @@ class StreamTrainer(Protocol):
     def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None,
                   intercept_init=None) -> Any:
         """``engine`` (an unfitted minibatch LogisticRegression) trained by its passes over the source."""
+
+    def count_pairs(self, presence: bool, max_count_memory: float) -> Any:
+        """The Naive Bayes counters of the (word, category) pairs that occur in the training chunks (of
+        presence [X > 0] with ``presence``): a ``SparseCounts``, or a ``CountStore`` on disk where they pass
+        ``max_count_memory`` MiB, out of core; the same counts either way."""
 
     def sum_over_chunks(self, function, *args, binarize_input: bool = False) -> Any:
         """Σ over every training chunk of ``function(X, Y, *args)`` (X CSR float32 m × V, presence with
@@ -139,6 +149,10 @@ class ModelKind:
                            option that sets them as 'npasses = 2', or '' when none does)
     state_per_weight     : options -> (bytes per weight (V·K) its solver holds besides W and the 16 bytes
                            the estimate counts for every model, the option that sets them), e.g. L-BFGS's pairs
+    weights              : how it holds its weights, one of ``WEIGHTS``: "dense" V × K (refused when that
+                           cannot fit), or "sparse" (counted by the pairs that occur)
+    dense_equivalent     : a sparse kind: the dense kind whose scores it gives, which the memory refusal of a
+                           model of that kind names as the way out (empty: none)
     """
 
     name: str
@@ -158,10 +172,14 @@ class ModelKind:
     score_type: Callable[[Any, str], str] = _log_odds
     least_passes: Callable[[Any], tuple[int, str]] = _one_pass
     state_per_weight: Callable[[Any], tuple[float, str]] = _no_state
+    weights: str = "dense"
+    dense_equivalent: str = ""
 
     def __post_init__(self):
         if self.fits_from not in FITS_FROM:
             raise ValueError(f"model kind {self.name!r}: fits_from must be one of {FITS_FROM}")
+        if self.weights not in WEIGHTS:
+            raise ValueError(f"model kind {self.name!r}: weights must be one of {WEIGHTS}")
         if (self.fits_from == "memory") != (self.fit_streamed is None):
             raise ValueError(f"model kind {self.name!r}: a kind fits from a stream (fit_streamed) exactly when "
                              "fits_from is not 'memory'")
@@ -170,6 +188,11 @@ class ModelKind:
     def streams(self) -> bool:
         """Whether it can learn from training documents read chunk by chunk."""
         return self.fits_from != "memory"
+
+    def sparse_equivalents(self, task: str = "multilabel") -> list[str]:
+        """The registered kinds with sparse weights that give this kind's scores (``dense_equivalent``) in ``task``."""
+        return [kind.name for kind in KINDS.values()
+                if kind.weights == "sparse" and kind.dense_equivalent == self.name and task in kind.tasks]
 
     def build(self, options, seed: int = 0, task: str = "multilabel"):
         """An unfitted estimator with these options (and the study's seed and task where it takes them)."""

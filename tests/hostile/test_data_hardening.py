@@ -171,8 +171,8 @@ def test_svmlight_label_beyond_the_category_bound_is_refused_on_its_line(refused
 
 
 def test_svmlight_dimensions_beyond_memory_are_refused_naming_the_file(refused, svmlight_args):
-    # index 2^31 - 1: within int32, but W alone is 2^31 - 1 features × 2 categories × 16 bytes = 64 GiB
-    refused("data.svm: the sizes it sets need at least 64.0 GiB of memory", "available",
+    # index 2^31 - 1: within int32, but even the least weights of a model (sparse: 24 bytes per feature) are 48 GiB
+    refused("data.svm: the sizes it sets need at least 48.0 GiB of memory", "available",
             args=svmlight_args("0 1:1\n1 2147483647:1\n"))
 
 

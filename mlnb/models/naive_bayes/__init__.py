@@ -33,6 +33,7 @@ from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.naive_bayes.estimator import (EVENT_MODELS, KIND, MODES, SMOOTHINGS, TASKS, NaiveBayes,
                                                NaiveBayesOptions)
 from mlnb.models.naive_bayes.multiclass import CLASS_PRIORS
+from mlnb.models.naive_bayes.sparse import SparseNaiveBayes, SparseNaiveBayesOptions
 
 __all__ = ["CLASS_PRIORS", "EVENT_MODELS", "KIND", "MODES", "NBCounts", "NaiveBayes", "NaiveBayesOptions",
-           "SMOOTHINGS", "TASKS"]
+           "SMOOTHINGS", "SparseNaiveBayes", "SparseNaiveBayesOptions", "TASKS"]

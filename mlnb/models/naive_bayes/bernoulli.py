@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
-from mlnb.models.naive_bayes.event_model import EventModel, Weights
+from mlnb.models.naive_bayes.event_model import (EventModel, Parameters, SparseDefault, SparseForm, SparseQuantities,
+                                                 Weights)
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, N: np.ndarray, N_bar: np.ndarray, prior: np.ndarray, alpha: float,
@@ -75,10 +76,57 @@ def _log_differences(F, total, N, N_bar, complement: bool, alpha: float) -> np.n
     return W
 
 
+# -- as sparse counters read it (``sparse``: W = D + Δ, Δ only at the pairs that occur) -------------
+def sparse_default(q: SparseQuantities, p: Parameters) -> SparseDefault:
+    r"""The default and bias of W = log[(F + α)(N̄ − F̄ + α) / ((N − F + α)(F̄ + α))] (τ = total, F̄ = τ − F)
+    and b = prior + Σ_w a_kw, a = log(N − F + α) − log(N + 2α) − log(N̄ − F̄ + α) + log(N̄ + 2α):
+
+        D = U·H + G(τ, k),   U = [1, −log(τ + α)],   H = [log α − log(N + α), 1]
+        G(τ, k) = log(max(N̄_k − τ, 0) + α)          (``sparse_grouped``: not separable)
+        b = prior + V·[log(N + α) − log(N + 2α) + log(N̄ + 2α)] − Σ_w G(τ_w, k) + Σ_{pairs of k} (a − a|F=0)
+
+    Σ_w G(τ_w, k) runs over the words grouped by their total (``SparseQuantities.grouped_sum``): presence
+    totals are whole numbers ≤ n, few distinct values, so O(distinct totals × K), never O(V × K).
+    (max(·, 0) only keeps G finite where F_kw > 0; Δ then corrects from that same G.)
+    """
+    alpha, V, N, N_bar = p.alpha, q.V, q.N, q.N_bar
+    U, H = [np.ones(V), -q.log_totals], [np.log(alpha) - np.log(N + alpha), np.ones(N.shape[0])]
+    absent_default = V * (np.log(N + alpha) - np.log(N + 2 * alpha) + np.log(N_bar + 2 * alpha)) - q.grouped_sum
+    bias = q.prior + absent_default + q.pair_sums({})
+    return SparseDefault(U=U, H=H, bias=bias, per_category={})
+
+
+def sparse_grouped(values: np.ndarray, per_category: dict, alpha: float) -> np.ndarray:
+    """G(τ, k) = log(max(N̄_k − τ, 0) + α) (len(values) × K) for the distinct totals τ = ``values``."""
+    return _absent_default(per_category["N_bar"][None, :], values[:, None], alpha)
+
+
+def _absent_default(N_bar, tau, alpha: float):
+    """G = log(max(N̄ − τ, 0) + α), element by element."""
+    return np.log(np.maximum(N_bar - tau, 0.0) + alpha)
+
+
+def sparse_pair_terms(tau, F, categories, per_category: dict, p: Parameters, what: str) -> np.ndarray:
+    r"""At each pair (F̄ = max(τ − F, 0)): Δ = W − D (what="delta"), or a − a|F=0 =
+    log(N − F + α) − log(N + α) − log(N̄ − F̄ + α) + G(τ, k), its share of b (what="sum")."""
+    alpha = p.alpha
+    F_bar = np.maximum(tau - F, 0.0)
+    N, N_bar = per_category["N"][categories], per_category["N_bar"][categories]
+    absent_default = _absent_default(N_bar, tau, alpha)  # G(τ, k)
+    if what == "sum":  # a − a|F=0
+        return np.log(N - F + alpha) - np.log(N + alpha) - np.log(N_bar - F_bar + alpha) + absent_default
+    weight = np.log(F + alpha) + np.log(N_bar - F_bar + alpha) - np.log(N - F + alpha) - np.log(F_bar + alpha)
+    default = np.log(alpha) + absent_default - np.log(N + alpha) - np.log(tau + alpha)
+    return weight - default
+
+
+SPARSE = SparseForm(default=sparse_default, pair_terms=sparse_pair_terms, grouped=sparse_grouped)
+
+
 # -- as a registered event model (``event_model``) ---------------------------------------------
 EVENT_MODEL = EventModel(
     name="bernoulli", help="word presence",
     log_odds=lambda counts, outside, prior, p: Weights(*log_odds(counts.F, outside.total, counts.N, outside.N_bar,
                                                                  prior, p.alpha)),
     log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, counts.N, log_prior, p.alpha)),
-    presence=True, options=("binarize", "mode"))
+    presence=True, options=("binarize", "mode"), sparse=SPARSE)

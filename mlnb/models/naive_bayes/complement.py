@@ -62,7 +62,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
-from mlnb.models.naive_bayes.event_model import EventModel, Weights
+from mlnb.models.naive_bayes.event_model import (EventModel, Parameters, SparseDefault, SparseForm, SparseQuantities,
+                                                 Weights)
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, alpha: float, norm: bool, t: np.ndarray | None = None,
@@ -111,6 +112,50 @@ def log_likelihood(F: np.ndarray, total: np.ndarray, log_prior: np.ndarray, alph
     return W, b
 
 
+# -- as sparse counters read it (``sparse``: W = D + Δ, Δ only at the pairs that occur) -------------
+def sparse_default(q: SparseQuantities, p: Parameters) -> SparseDefault:
+    r"""The default and bias of the weights above, from R = S̄ + αV (K,), τ = total (F̄ = τ − F) and
+    ρ_w = (t_w + α)/(Σ_w t_w + αV) (reference="corpus"; ρ = 1 with "none"). b = 0.
+
+    norm=False:  W = log R − log(F̄ + α) + log ρ
+                 U = [1, log ρ − log(τ + α)],   H = [log R, 1]
+    norm=True:   W = (log(F̄ + α) − log R_k)/Z_k − r_w,   Z_k = Σ_w log θ̄_kw
+                   = Σ_w log(τ_w + α) − V·log R_k + Σ_{pairs of k} δ_wk   (δ: ``sparse_pair_terms``)
+                 r = log ρ / Σ_w log ρ ("corpus"), 0 ("none")
+                 U = [1, log(τ + α), r],   H = [−log R / Z, 1/Z, −1]   (without r's term for "none")
+    """
+    alpha, V, K = p.alpha, q.V, q.N.shape[0]
+    ones = np.ones(V)
+    log_R = np.log(q.S_bar + alpha * V)  # (K,)
+    t = q.t
+    log_rho = np.log(t + alpha) - np.log(t.sum() + alpha * V) if p.reference == "corpus" else None
+    bias = np.zeros(K)
+    if not p.norm:
+        return SparseDefault(U=[ones, (log_rho if log_rho is not None else 0.0) - q.log_totals],
+                             H=[log_R, np.ones(K)], bias=bias, per_category={})
+    Z = q.log_totals.sum() - V * log_R + q.pair_sums({})
+    U, H = [ones, q.log_totals], [-log_R / Z, 1.0 / Z]
+    if log_rho is not None:
+        U.append(log_rho / log_rho.sum())
+        H.append(-np.ones(K))
+    return SparseDefault(U=U, H=H, bias=bias, per_category={"Z": Z})
+
+
+def sparse_pair_terms(tau, F, categories, per_category: dict, p: Parameters, what: str) -> np.ndarray:
+    r"""At each pair, δ = log(F̄ + α) − log(τ + α) (log θ̄ less its default, F̄ = max(τ − F, 0)):
+    Δ = −δ (norm=False), Δ = δ / Z_k (norm=True); norm's Z sums δ over each category's pairs
+    (what="sum")."""
+    alpha = p.alpha
+    F_bar = np.maximum(tau - F, 0.0)
+    delta = np.log(F_bar + alpha) - np.log(tau + alpha)  # log θ̄ − its default
+    if not p.norm:
+        return -delta
+    return delta if what == "sum" else delta / per_category["Z"][categories]
+
+
+SPARSE = SparseForm(default=sparse_default, pair_terms=sparse_pair_terms)
+
+
 # -- as a registered event model (``event_model``) ---------------------------------------------
 def _corpus(counts, p):
     """t (V,) to centre on (reference="corpus"), or None."""
@@ -123,4 +168,4 @@ EVENT_MODEL = EventModel(
                                                                  _corpus(counts, p), counts.S, outside.clip)),
     log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, counts.t, log_prior, p.alpha,
                                                                         p.norm, _corpus(counts, p), counts.S)),
-    ranking=True, options=("binarize", "mode", "norm", "reference"))
+    ranking=True, options=("binarize", "mode", "norm", "reference"), sparse=SPARSE)

@@ -20,6 +20,10 @@ document scores as one product Φ(X)·W + b. Its module declares, at its end, on
                     (Gaussian: [Z∘Z, Z]); None: Φ(X) = X
     check_counts    (counts, Parameters) -> raises MlnbError for counts its options contradict (mixed);
                     None: nothing to check
+    sparse          its weights as a default plus corrections at the (word, category) pairs that occur
+                    (``SparseForm``, read by ``sparse.SparseNaiveBayes``); None where the counters of
+                    those pairs cannot give them (gaussian, mixed: they need sums of squares of signed
+                    values, not counters)
 
 and ``estimator`` registers it with one line, ``register(module.EVENT_MODEL)``: the option's choices
 (``EVENT_MODELS``) and help line come from the registry, and the estimator asks the record, never the name.
@@ -66,6 +70,51 @@ class Weights(NamedTuple):
     column_models: np.ndarray | None = None  # (V,) str: each column's event model (mixed)
 
 
+class SparseQuantities(NamedTuple):
+    """What the sparse counters give every sparse form (float64; ``sparse`` holds the decomposition)."""
+
+    V: int  # words
+    prior: np.ndarray  # (K,) prior log-odds, log N − log N̄ (smoothed where a category is untrainable)
+    N: np.ndarray  # (K,) documents in each category
+    N_bar: np.ndarray  # (K,) documents outside it: n − N, or Σ_j N_j − N (mode="tutorial")
+    S: np.ndarray  # (K,) Σ_w F_kw
+    S_bar: np.ndarray  # (K,) Σ_w τ_w − S
+    t: np.ndarray  # (V,) corpus totals of every word
+    totals: np.ndarray  # (V,) τ, what F̄ = τ − F is the rest of: t, or Σ_k F_k (mode="tutorial")
+    log_totals: np.ndarray  # (V,) log(τ + α)
+    pair_sums: Callable[[dict], np.ndarray]  # (per-category arrays beyond N, N̄) -> (K,) Σ over each category's
+    #                                          pairs of pair_terms(..., "sum")
+    grouped_sum: np.ndarray | None  # (K,) Σ_w G(τ_w, k) over all V words, for a form with ``grouped``
+
+
+class SparseDefault(NamedTuple):
+    """A sparse form's default: D_wk = Σ_j U_j[w]·H_j[k] (+ G(τ_w, k)), and the bias b."""
+
+    U: list  # J arrays (V,): the per-word vectors
+    H: list  # J arrays (K,): the per-category vectors
+    bias: np.ndarray  # (K,) b, the score of an empty document
+    per_category: dict  # (K,) arrays pair_terms reads besides N and N̄ (e.g. complement norm's Z)
+
+
+@dataclass(frozen=True)
+class SparseForm:
+    """An event model's weights as W = D + Δ: a default D for the pairs with F = 0, a sum of J products of a
+    per-word and a per-category vector (+ G(τ_w, k), not separable), and Δ at the pairs that occur.
+
+    default     (SparseQuantities, Parameters) -> SparseDefault
+    pair_terms  (τ (P,), F (P,), categories (P,), per-category arrays (dict of (K,)), Parameters, what)
+                -> (P,) float64 at P pairs: Δ (what="delta"), or the pair's share of a per-category sum
+                over words that the default reads through ``SparseQuantities.pair_sums`` (what="sum")
+    grouped     (distinct totals (T,), per-category arrays, α) -> G (T, K), the default's part that ties a
+                word's total to a category (Bernoulli); summed per document by grouping its words by
+                total. None: the default is separable
+    """
+
+    default: Callable[[SparseQuantities, Parameters], SparseDefault]
+    pair_terms: Callable[..., np.ndarray]
+    grouped: Callable[[np.ndarray, dict, float], np.ndarray] | None = None
+
+
 @dataclass(frozen=True)
 class EventModel:
     """A registered Naive Bayes event model (the fields: module docstring)."""
@@ -82,6 +131,7 @@ class EventModel:
     options: tuple = ()
     design: Callable[[Any, Weights, Any], Any] | None = None
     check_counts: Callable[[Any, Parameters], None] | None = None
+    sparse: SparseForm | None = None
 
     def __post_init__(self):
         unknown = set(self.options) - set(OPTIONS)

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
-from mlnb.models.naive_bayes.event_model import EventModel, Weights
+from mlnb.models.naive_bayes.event_model import (EventModel, Parameters, SparseDefault, SparseForm, SparseQuantities,
+                                                 Weights)
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, prior: np.ndarray, alpha: float, S: np.ndarray | None = None,
@@ -63,10 +64,40 @@ def log_likelihood(F: np.ndarray, log_prior: np.ndarray, alpha: float, S: np.nda
     return W.astype(dtype, copy=False), log_prior.copy()
 
 
+# -- as sparse counters read it (``sparse``: W = D + Δ, Δ only at the pairs that occur) -------------
+def sparse_default(q: SparseQuantities, p: Parameters) -> SparseDefault:
+    r"""The default and bias of W = log[(F + α)/(F̄ + α) · (S̄ + αV)/(S + αV)] (τ = total, F̄ = τ − F):
+
+        D = U·H,   U = [1, log α − log(τ + α)],   H = [log((S̄ + αV)/(S + αV)), 1],   b = prior
+    """
+    V = q.V
+    factor = (q.S_bar + p.alpha * V) / (q.S + p.alpha * V)
+    return sparse_rate_default(q, p, factor, q.prior.copy())
+
+
+def sparse_rate_default(q: SparseQuantities, p: Parameters, factor: np.ndarray,
+                        bias: np.ndarray) -> SparseDefault:
+    """U = [1, log α − log(τ + α)], H = [log factor, 1]: W's default with a per-category factor (poisson's too)."""
+    K = q.N.shape[0]
+    return SparseDefault(U=[np.ones(q.V), np.log(p.alpha) - q.log_totals], H=[np.log(factor), np.ones(K)],
+                         bias=bias, per_category={})
+
+
+def sparse_pair_terms(tau, F, categories, per_category: dict, p: Parameters, what: str) -> np.ndarray:
+    r"""Δ = log(F + α) − log α + log(τ + α) − log(F̄ + α), F̄ = max(τ − F, 0), at each pair (W − D: every
+    factor but the category's cancels). No per-category sum reads the pairs."""
+    alpha = p.alpha
+    F_bar = np.maximum(tau - F, 0.0)
+    return np.log(F + alpha) - np.log(alpha) + np.log(tau + alpha) - np.log(F_bar + alpha)
+
+
+SPARSE = SparseForm(default=sparse_default, pair_terms=sparse_pair_terms)
+
+
 # -- as a registered event model (``event_model``) ---------------------------------------------
 EVENT_MODEL = EventModel(
     name="multinomial", help="word counts",
     log_odds=lambda counts, outside, prior, p: Weights(*log_odds(counts.F, outside.total, prior, p.alpha, counts.S,
                                                                  outside.clip)),
     log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, log_prior, p.alpha, counts.S)),
-    options=("binarize", "mode"))
+    options=("binarize", "mode"), sparse=SPARSE)

@@ -53,7 +53,9 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.models.naive_bayes import fused
-from mlnb.models.naive_bayes.event_model import EventModel, Weights
+from mlnb.models.naive_bayes.event_model import (EventModel, Parameters, SparseDefault, SparseForm, SparseQuantities,
+                                                 Weights)
+from mlnb.models.naive_bayes.multinomial import sparse_pair_terms, sparse_rate_default
 
 
 def log_odds(F: np.ndarray, total: np.ndarray, N: np.ndarray, N_bar: np.ndarray, prior: np.ndarray, alpha: float,
@@ -86,6 +88,23 @@ def log_likelihood(F: np.ndarray, N: np.ndarray, log_prior: np.ndarray, alpha: f
     return W.astype(dtype, copy=False), b
 
 
+# -- as sparse counters read it (``sparse``: W = D + Δ, Δ only at the pairs that occur) -------------
+def sparse_default(q: SparseQuantities, p: Parameters) -> SparseDefault:
+    r"""The default and bias of W = log[(F + α)/(F̄ + α) · (N̄ + α)/(N + α)] (τ = total, F̄ = τ − F): the
+    multinomial's with the factor (N̄ + α)/(N + α), and its Δ (``multinomial.sparse_pair_terms``):
+
+        D = U·H,   U = [1, log α − log(τ + α)],   H = [log((N̄ + α)/(N + α)), 1]
+        b = prior − (S + αV)/(N + α) + (S̄ + αV)/(N̄ + α)
+    """
+    alpha, V = p.alpha, q.V
+    factor = (q.N_bar + alpha) / (q.N + alpha)
+    bias = q.prior - ((q.S + alpha * V) / (q.N + alpha) - (q.S_bar + alpha * V) / (q.N_bar + alpha))
+    return sparse_rate_default(q, p, factor, bias)
+
+
+SPARSE = SparseForm(default=sparse_default, pair_terms=sparse_pair_terms)
+
+
 # -- as a registered event model (``event_model``) ---------------------------------------------
 EVENT_MODEL = EventModel(
     name="poisson", help="counts as Poisson rates per category, fastNaiveBayes's fnb.poisson",
@@ -93,4 +112,4 @@ EVENT_MODEL = EventModel(
                                                                  prior, p.alpha, counts.S, outside.clip)),
     log_likelihood=lambda counts, log_prior, p: Weights(*log_likelihood(counts.F, counts.N, log_prior, p.alpha,
                                                                         counts.S)),
-    options=("binarize",))
+    options=("binarize",), sparse=SPARSE)
