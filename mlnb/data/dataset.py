@@ -43,6 +43,8 @@ class Dataset:
           << 40) + position`` for several files, a corpus's own id (Reuters NEWID), as the streaming
           sources number them; default arange(n). Unique within the training part and within the test part.
     split_rule : the report's sentence for the rule that made train_index / test_index
+    text_features : how texts became the columns (a text source's vocabulary or hashing collisions,
+                    :mod:`mlnb.data.vocabulary`), for the report; None for data that came as numbers
     """
 
     X: sp.csr_matrix
@@ -55,6 +57,7 @@ class Dataset:
     origins: tuple = ()
     ids: np.ndarray | None = None
     split_rule: str = ""
+    text_features: dict | None = None
 
     def __post_init__(self):
         n = self.X.shape[0]
@@ -217,7 +220,7 @@ class Dataset:
             "max_prevalence": float(prevalence.max()) if self.n_categories else 0.0,
             "min_nonzero_prevalence": float(prevalence[prevalence > 0].min()) if (prevalence > 0).any() else 0.0,
             "split": self.split_rule,
-        }
+        } | ({"text_features": self.text_features} if self.text_features is not None else {})
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import codecs
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +39,7 @@ from mlnb.data.regular import check_regular, open_regular
 from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.data.stream import ChunkSource, Chunk, Partition, check_chunk_size, make_chunk, split_source
 from mlnb.data.text import (Records, TextFit, TextOptions, TextReading, _Fitting, label_matrix, text_records,
-                            vectorize, vectorizer, vocabulary_features)
+                            vectorize_texts, vectorizer, vocabulary_features)
 from mlnb.errors import MlnbError, MlnbWarning
 
 TABLE = "data.files"
@@ -251,7 +251,7 @@ def fit_folders(parts: Sequence[tuple[Listing, Callable[[np.ndarray], np.ndarray
     """Categories (the labels of every document, less ``negative_labels``) and, for CountVectorizer, the
     vocabulary of the training documents, read batch by batch: what :func:`mlnb.data.text.fit_text` finds
     in text files. ``is_train(ids)`` picks the training documents of a part (None: all)."""
-    fitting = _Fitting(reading.labels_reading(), options, vocabulary=options.vectorizer != "hashing")
+    fitting = _Fitting(reading.labels_reading(), options, vocabulary=True)  # hashing: its collisions are counted
     for listing, is_train in parts:
         for start in range(0, listing.n_documents, FIT_BATCH):
             index = np.arange(start, min(start + FIT_BATCH, listing.n_documents))
@@ -282,13 +282,13 @@ def load_folder_dataset(path, test_path=None, reading: FolderReading = FolderRea
         fitting.add(train_records, np.ones(train.n_documents, dtype=bool), train.where)
         fitting.add(test_records, np.zeros(test.n_documents, dtype=bool), test.where)
         fitted = fitting.result(Path(train.where), Path(test.where))
-        X_train, X_test, feature_names = vectorize(train_records.texts, test_records.texts, text_options)
-        return Dataset.from_train_test(
-            X_train, label_matrix(train_records.labels, fitted.categories), X_test,
-            label_matrix(test_records.labels, fitted.categories), fitted.categories, feature_names, name=name,
+        counted = vectorize_texts(train_records.texts, test_records.texts, text_options)
+        return replace(Dataset.from_train_test(
+            counted.X_train, label_matrix(train_records.labels, fitted.categories), counted.X_test,
+            label_matrix(test_records.labels, fitted.categories), fitted.categories, counted.feature_names, name=name,
             origins=(_origin(train), _origin(test)),
             ids=(np.arange(train.n_documents, dtype=np.int64), np.arange(test.n_documents, dtype=np.int64)),
-            split_rule=given_split_rule("test folder", test_path))
+            split_rule=given_split_rule("test folder", test_path)), text_features=counted.text_features)
     ids = np.arange(train.n_documents, dtype=np.int64)
     train_index, test_index = hash_split(ids, seed, test_fraction)
     is_train = np.zeros(ids.size, dtype=bool)
@@ -298,12 +298,13 @@ def load_folder_dataset(path, test_path=None, reading: FolderReading = FolderRea
     fitting.add(records, is_train, train.where)
     fitted = fitting.result(Path(train.where), Path(train.where))
     texts = records.texts
-    X_train, X_test, feature_names = vectorize([texts[i] for i in train_index], [texts[i] for i in test_index],
-                                               text_options)
-    X = sp.vstack([X_train, X_test], format="csr")[np.argsort(np.concatenate([train_index, test_index]))]
+    counted = vectorize_texts([texts[i] for i in train_index], [texts[i] for i in test_index], text_options)
+    X = sp.vstack([counted.X_train, counted.X_test], format="csr")[np.argsort(np.concatenate([train_index,
+                                                                                              test_index]))]
     return Dataset(X=X, Y=label_matrix(records.labels, fitted.categories), category_names=fitted.categories,
-                   train_index=train_index, test_index=test_index, feature_names=feature_names, name=name,
-                   origins=(_origin(train),), ids=ids, split_rule=hash_split_rule(seed, test_fraction))
+                   train_index=train_index, test_index=test_index, feature_names=counted.feature_names, name=name,
+                   origins=(_origin(train),), ids=ids, split_rule=hash_split_rule(seed, test_fraction),
+                   text_features=counted.text_features)
 
 
 def _origin(listing: Listing) -> RowOrigin:
@@ -325,6 +326,7 @@ class FolderSource(ChunkSource):
         self.category_names = list(fitted.categories)
         self.vocabulary, self.n_features, self.feature_names = vocabulary_features(fitted.vocabulary, text_options)
         self.name = name or listing.folder.name
+        self.text_features = fitted.text_features
 
     def partitions(self) -> list[Partition]:
         n = self.listing.n_documents

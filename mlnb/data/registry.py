@@ -76,6 +76,9 @@ class SourceKind:
     files        : options -> the files whose documents make the rows, in row order (train first), to
                    name them in messages
     required     : option names that must not be empty (``data.<name>.<key>: required ...``)
+    prunes_vocabulary : its first pass counts the training texts' terms, so with vectorizer = 'count' it applies
+                   features.min_df and max_features to the vocabulary there, also when streamed
+                   (``mlnb.data.vocabulary``)
     """
 
     name: str
@@ -87,6 +90,7 @@ class SourceKind:
     split: Callable[[Any, Request], str] = _hash_split
     files: Callable[[Any], list[str]] = _no_files
     required: tuple = field(default=())
+    prunes_vocabulary: bool = False
 
     def __post_init__(self):
         if (self.open_streams is None) != (self.open_whole is None):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from pathlib import Path
 
@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.data.dataset import Dataset
-from mlnb.data.text import TextOptions, vectorize
+from mlnb.data.text import TextOptions, vectorize_texts
 from mlnb.data.validate import existing_file, existing_folder
 from mlnb.errors import MlnbError
 
@@ -275,8 +275,8 @@ def load_reuters21578(folder, split: str = "modapte", min_train_per_topic: int =
     if not train or not test:
         raise MlnbError(f"{folder}: no ModApte {'training' if not train else 'test'} documents left "
                         f"with {restriction}")
-    X_train, X_test, feature_names = vectorize([d.text for d in train], [d.text for d in test],
-                                               text_options)
-    return Dataset.from_train_test(X_train, _label_matrix(train, topics), X_test,
-                                   _label_matrix(test, topics), topics, feature_names, name=name,
-                                   ids=([d.newid for d in train], [d.newid for d in test]), split_rule=SPLIT_RULE)
+    counted = vectorize_texts([d.text for d in train], [d.text for d in test], text_options)
+    dataset = Dataset.from_train_test(counted.X_train, _label_matrix(train, topics), counted.X_test,
+                                      _label_matrix(test, topics), topics, counted.feature_names, name=name,
+                                      ids=([d.newid for d in train], [d.newid for d in test]), split_rule=SPLIT_RULE)
+    return replace(dataset, text_features=counted.text_features)

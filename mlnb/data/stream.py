@@ -137,6 +137,8 @@ class ChunkSource:
     category_names: list
     feature_names: list | None = None
     name: str = "stream"
+    #: how texts became the columns (a text source's vocabulary or hashing collisions, for the report); None: numbers
+    text_features: dict | None = None
 
     @property
     def n_categories(self) -> int:
@@ -227,6 +229,7 @@ class DerivedSource(ChunkSource):
         self.category_names = source.category_names
         self.feature_names = source.feature_names
         self.name = source.name
+        self.text_features = source.text_features
 
     def partitions(self) -> list[Partition]:
         return self.source.partitions()
@@ -441,11 +444,13 @@ class TextSource(ChunkSource):
 
     reading : the columns and label conventions (:class:`TextReading`)
     text_options : ``vectorizer = "hashing"``: scikit-learn's HashingVectorizer (stateless: no
-        vocabulary pass; n_features = hash_features; alternate_sign=False, so counts stay ≥ 0);
+        vocabulary; n_features = hash_features; alternate_sign=False, so counts stay ≥ 0);
         ``"count"``: a CountVectorizer with a fixed vocabulary fitted in a first pass.
     categories, vocabulary : from :func:`fit_text`; when None, the constructor makes that first
         pass over these files (all documents train). :func:`text_sources` fits them on the
-        training part of a train/test pair.
+        training part of a train/test pair. ``text_options.min_df`` / ``max_features`` prune the
+        vocabulary in that pass (:mod:`mlnb.data.vocabulary`).
+    text_features : what that pass found (the vocabulary's size, hashing's collisions), for the report
 
     Each file is one partition; the rows of a file are read as a stream (csv / json), and a chunk's
     first_line is the line where its first row begins. Ids: see the module docstring.
@@ -453,7 +458,7 @@ class TextSource(ChunkSource):
 
     def __init__(self, paths, reading: TextReading = TextReading(), text_options: TextOptions = TextOptions(),
                  categories: Sequence[str] | None = None, vocabulary: dict | None = None,
-                 name: str | None = None):
+                 name: str | None = None, text_features: dict | None = None):
         self.paths = [str(p) for p in expand_paths(paths, "text data")]
         for path in self.paths:
             text_format(Path(path), reading.format)
@@ -462,11 +467,13 @@ class TextSource(ChunkSource):
             fitted = fit_text([([Path(p) for p in self.paths], None)], reading, text_options)
             categories = fitted.categories if categories is None else categories
             vocabulary = fitted.vocabulary if vocabulary is None else vocabulary
+            text_features = fitted.text_features if text_features is None else text_features
         self.category_names = list(categories)
         if not self.category_names:
             raise MlnbError(f"{self.paths[0]}: no categories")
         self.vocabulary, self.n_features, self.feature_names = vocabulary_features(vocabulary, text_options)
         self.name = name or source_name(self.paths)
+        self.text_features = text_features
 
     def partitions(self) -> list[Partition]:
         return [Partition(path=p, number=k, first_id=int(file_ids(k, len(self.paths), 1)[0]))
@@ -504,17 +511,21 @@ def text_sources(path, test_path=None, *, reading: TextReading = TextReading(),
                  test_fraction: float = 0.5) -> tuple[ChunkSource, ChunkSource]:
     """(train, test) sources of a text corpus: ``test_path`` is the test part, else a seeded hash
     split of ``path``'s documents. One first pass (:func:`fit_text`) finds the categories (labels of
-    all documents) and, for CountVectorizer, the vocabulary of the training documents only."""
+    all documents) and, for CountVectorizer, the vocabulary of the training documents only (pruned by
+    ``text_options.min_df`` / ``max_features``: the columns ``mlnb.features`` keeps of the same
+    documents read whole)."""
     train_paths = expand_paths(path, "text data")
     if test_path:
         test_paths = expand_paths(test_path, "text data")
         fitted = fit_text([(train_paths, None), (test_paths, lambda ids: np.zeros(ids.size, dtype=bool))],
                           reading, text_options)
-        make = lambda paths: TextSource(paths, reading, text_options, fitted.categories, fitted.vocabulary)
+        make = lambda paths: TextSource(paths, reading, text_options, fitted.categories, fitted.vocabulary,
+                                        text_features=fitted.text_features)
         return make(train_paths), make(test_paths)
     split_mask(np.zeros(0, dtype=np.int64), seed, test_fraction)  # checks the arguments first
     fitted = fit_text([(train_paths, lambda ids: ~split_mask(ids, seed, test_fraction))], reading, text_options)
-    source = TextSource(train_paths, reading, text_options, fitted.categories, fitted.vocabulary)
+    source = TextSource(train_paths, reading, text_options, fitted.categories, fitted.vocabulary,
+                        text_features=fitted.text_features)
     return split_source(source, seed, test_fraction)
 
 

@@ -5,12 +5,17 @@ each with the line where it begins) serves the in-memory loader (:func:`load_tex
 and the streaming source (:class:`mlnb.data.stream.TextSource`), so both read the same
 documents and refuse a bad row with the same one line ``file:LINE: what is wrong``.
 
-Texts become counts with scikit-learn's CountVectorizer, whose vocabulary comes from the
-training documents only (:func:`fit_text` learns it in one pass, as a stream; the in-memory
-loader fits it on the training texts at once: the same terms, sorted the same way), or its
-HashingVectorizer (a fixed number of hashed features, non-negative counts, no vocabulary).
-Vocabulary pruning (``min_df``, ``max_features``) happens later, in ``mlnb.features``, the
-same way for every source.
+Texts become counts of word n-grams (``ngram_range``; [1, 1]: words) with scikit-learn's
+CountVectorizer, whose vocabulary comes from the training documents only (:func:`fit_text` learns it
+in one pass, as a stream; the in-memory loader fits it on the training texts at once: the same terms,
+sorted the same way), or its HashingVectorizer (a fixed number of hashed features, non-negative
+counts, no vocabulary; the distinct training terms are counted to state how many share a column).
+
+The terms are counted within ``features.max_vocabulary_memory`` (:mod:`mlnb.data.vocabulary`: beyond
+it, out of core in DuckDB). Vocabulary pruning (``min_df``, ``max_features``) happens in
+``mlnb.features`` for data read whole, the same way for every source; a streamed text source, and
+text read whole whose terms outgrew the budget, apply it in the vocabulary pass instead (the same
+columns: :mod:`mlnb.data.vocabulary` states the rule).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import json
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +39,8 @@ from mlnb.data.files import DECOMPRESSION_ERRORS, expand_paths, file_ids, open_b
 from mlnb.budget import check_data_sizes
 from mlnb.data.limits import MAX_CATEGORIES, MAX_LINE_BYTES
 from mlnb.data.splits import given_split_rule, hash_split_rule
+from mlnb.data.vocabulary import (DEFAULT_VOCABULARY_MEMORY_MIB, TERM_BYTES, DocumentFrequencies, check_ngram_range,
+                                  hashing_summary, term_kind, vocabulary_summary)
 from mlnb.errors import MlnbError, MlnbWarning
 
 
@@ -45,12 +52,25 @@ csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 
 @dataclass(frozen=True)
 class TextOptions:
-    """How texts become counts (from the config's [features] section)."""
+    """How texts become counts (from the config's [features] section).
+
+    ngram_range : (min_n, max_n): the terms are the word n-grams for n from min_n to max_n
+    min_df, max_features : the vocabulary pass's pruning (0 = none): a streamed source's, and, read whole,
+        only where the terms were counted out of core (else ``mlnb.features`` prunes the same columns)
+    vocabulary_memory : bytes the counts of the training terms may take in memory before they spill
+    """
 
     vectorizer: str = "count"  # "count" or "hashing"
     lowercase: bool = True
     stop_words: str = "none"  # "none" or "english"
     hash_features: int = 2**18
+    ngram_range: tuple = (1, 1)
+    min_df: int = 0
+    max_features: int = 0
+    vocabulary_memory: int = DEFAULT_VOCABULARY_MEMORY_MIB * 2**20
+
+    def __post_init__(self):
+        object.__setattr__(self, "ngram_range", check_ngram_range(self.ngram_range))
 
 
 def vocabulary_features(vocabulary, text_options) -> tuple[dict | None, int, list | None]:
@@ -72,26 +92,110 @@ def vectorizer(options: TextOptions, vocabulary: dict | None = None):
     stop_words = None if options.stop_words == "none" else options.stop_words
     if options.vectorizer == "hashing":
         return HashingVectorizer(n_features=options.hash_features, lowercase=options.lowercase,
-                                 stop_words=stop_words, alternate_sign=False, norm=None, dtype=np.float32)
-    return CountVectorizer(lowercase=options.lowercase, stop_words=stop_words, dtype=np.float32,
-                           vocabulary=vocabulary)
+                                 stop_words=stop_words, ngram_range=options.ngram_range, alternate_sign=False,
+                                 norm=None, dtype=np.float32)
+    return CountVectorizer(lowercase=options.lowercase, stop_words=stop_words, ngram_range=options.ngram_range,
+                           dtype=np.float32, vocabulary=vocabulary)
 
 
 _EMPTY_VOCABULARY = ("cannot build a vocabulary from the training texts: empty vocabulary; perhaps the documents "
                      "only contain stop words")
 
 
-def vectorize(train_texts: list[str], test_texts: list[str], options: TextOptions = TextOptions()):
-    """(X_train, X_test, feature_names or None): CSR float32 word counts, the vocabulary (count)
-    from the training texts only."""
+#: documents whose terms are counted at a time (the batch's own counts come on top of the budget's dict)
+COUNT_BATCH = 1_000
+
+
+def count_terms(frequencies: DocumentFrequencies, analyzer, texts: Sequence[str]) -> None:
+    """Add each text's terms (``analyzer(text)``) to ``frequencies``, ``COUNT_BATCH`` texts at a time."""
+    for start in range(0, len(texts), COUNT_BATCH):
+        frequencies.add(analyzer(text) for text in texts[start:start + COUNT_BATCH])
+
+
+def kept_vocabulary(frequencies: DocumentFrequencies, options: TextOptions, prune: bool) -> tuple[dict, dict]:
+    """(vocabulary term -> column, summary.json's text_features) of counted training terms: pruned by
+    ``options.min_df`` / ``max_features`` when ``prune``; one line when nothing is left. The kept vocabulary is
+    held in memory to vectorise: beyond the budget, an MlnbWarning names the keys that keep fewer terms."""
+    min_df, max_features = (options.min_df, options.max_features) if prune else (0, 0)
+    terms = frequencies.vocabulary(min_df, max_features)
+    distinct = frequencies.distinct_terms
+    if not distinct:
+        raise MlnbError(_EMPTY_VOCABULARY)
+    if not terms:
+        raise MlnbError(f"features.min_df = {min_df} removes every feature: no {term_kind(options.ngram_range)} in "
+                        f"at least {min_df} training documents")
+    held = TERM_BYTES * len(terms) + sum(map(len, terms))
+    if held > options.vocabulary_memory:
+        warnings.warn(MlnbWarning(
+            f"features.max_vocabulary_memory = {options.vocabulary_memory / 2**20:,.4g} MiB: the kept vocabulary of "
+            f"{len(terms):,} {term_kind(options.ngram_range)} (~{held / 2**20:,.0f} MiB) is held in memory to "
+            "vectorise the texts; features.min_df or max_features (or vectorizer = 'hashing') keep fewer"), stacklevel=3)
+    summary = vocabulary_summary(options.ngram_range, distinct, len(terms), min_df, max_features, frequencies.spills)
+    return {term: j for j, term in enumerate(terms)}, summary
+
+
+def hashed_terms(frequencies: DocumentFrequencies, options: TextOptions) -> dict:
+    """summary.json's text_features of hashed training terms: how many share a bucket."""
+    return hashing_summary(options.ngram_range, frequencies.collisions(options.hash_features), frequencies.spills)
+
+
+def _vocabulary_bytes_bound(texts: Sequence[str], options: TextOptions) -> int:
+    """More than CountVectorizer's dict of the terms of ``texts`` can take (bytes): a term has at least 2
+    word characters and a separator, so a text of c characters has at most c/3 + 1 n-grams of each n,
+    whose characters (4 bytes each at most) add up to at most n·(c + 1)."""
+    characters, n_texts = sum(map(len, texts)), len(texts)
+    low, high = options.ngram_range
+    return sum((characters // 3 + n_texts) * TERM_BYTES + 4 * n * (characters + n_texts) for n in range(low, high + 1))
+
+
+@dataclass(frozen=True)
+class Vectorized:
+    """Training and test texts as counts: CSR float32 X_train and X_test, the feature names (None:
+    hashed), and what the report states of the terms (``text_features``)."""
+
+    X_train: sp.csr_matrix
+    X_test: sp.csr_matrix
+    feature_names: list | None
+    text_features: dict
+
+
+def vectorize_texts(train_texts: Sequence[str], test_texts: Sequence[str],
+                    options: TextOptions = TextOptions()) -> Vectorized:
+    """The counts of ``train_texts`` and ``test_texts``, the vocabulary (count) from the training texts only.
+
+    Where the vocabulary cannot outgrow ``options.vocabulary_memory`` (:func:`_vocabulary_bytes_bound`),
+    CountVectorizer fits it at once; else the training terms are counted in batches
+    (:class:`DocumentFrequencies`), pruned there by min_df / max_features only when they left memory. The
+    hashing vectorizer's distinct training terms are counted the same way, for their collisions."""
     counter = vectorizer(options)
     if options.vectorizer == "hashing":
-        return counter.transform(train_texts).tocsr(), counter.transform(test_texts).tocsr(), None
-    try:
-        X_train = counter.fit_transform(train_texts)
-    except ValueError:  # "empty vocabulary": no training text has a term
-        raise MlnbError(_EMPTY_VOCABULARY) from None
-    return X_train.tocsr(), counter.transform(test_texts).tocsr(), list(counter.get_feature_names_out())
+        with DocumentFrequencies(options.vocabulary_memory) as frequencies:
+            count_terms(frequencies, counter.build_analyzer(), train_texts)
+            features = hashed_terms(frequencies, options)
+        return Vectorized(counter.transform(train_texts).tocsr(), counter.transform(test_texts).tocsr(), None,
+                          features)
+    if _vocabulary_bytes_bound(train_texts, options) <= options.vocabulary_memory:
+        try:
+            X_train = counter.fit_transform(train_texts)
+        except ValueError:  # "empty vocabulary": no training text has a term
+            raise MlnbError(_EMPTY_VOCABULARY) from None
+        names = list(counter.get_feature_names_out())
+        features = vocabulary_summary(options.ngram_range, len(names), len(names), 0, 0, spills=0)
+        return Vectorized(X_train.tocsr(), counter.transform(test_texts).tocsr(), names, features)
+    with DocumentFrequencies(options.vocabulary_memory) as frequencies:
+        count_terms(frequencies, counter.build_analyzer(), train_texts)
+        vocabulary, features = kept_vocabulary(frequencies, options, prune=frequencies.out_of_core)
+    counter = vectorizer(options, vocabulary)
+    names = [None] * len(vocabulary)
+    for term, j in vocabulary.items():
+        names[j] = term
+    return Vectorized(counter.transform(train_texts).tocsr(), counter.transform(test_texts).tocsr(), names, features)
+
+
+def vectorize(train_texts: list[str], test_texts: list[str], options: TextOptions = TextOptions()):
+    """(X_train, X_test, feature_names or None) of :func:`vectorize_texts`."""
+    done = vectorize_texts(train_texts, test_texts, options)
+    return done.X_train, done.X_test, done.feature_names
 
 
 # -- the CSV / TSV / JSON-lines reader -----------------------------------------------------------
@@ -437,15 +541,17 @@ class TextFit:
 
     categories: list
     vocabulary: dict | None
+    text_features: dict | None = None  # summary.json's data.text_features (:func:`kept_vocabulary`)
 
 
 class _Fitting:
-    """The labels (and terms) of documents added batch by batch, training ones apart."""
+    """The labels (and, with ``vocabulary``, the training terms: CountVectorizer's vocabulary, or the
+    distinct terms that HashingVectorizer hashes) of documents added batch by batch, training ones apart."""
 
     def __init__(self, reading: TextReading, options: TextOptions, vocabulary: bool):
-        self.reading = reading
+        self.reading, self.options = reading, options
         self.analyzer = vectorizer(options).build_analyzer() if vocabulary else None
-        self.terms: set = set()
+        self.terms = DocumentFrequencies(options.vocabulary_memory) if vocabulary else None
         self.trained: set = set()
         self.documents: Counter = Counter()  # label -> documents that carry it
 
@@ -458,8 +564,8 @@ class _Fitting:
             self.documents.update(set(names))
             if train[i]:
                 self.trained.update(names)
-                if self.analyzer is not None:
-                    self.terms.update(self.analyzer(records.texts[i]))
+        if self.analyzer is not None:
+            self.terms.add(self.analyzer(records.texts[i]) for i in np.flatnonzero(train))
         # the labels found set the number of categories: bounded as they are collected, not once all are held
         if len(self.documents) > MAX_CATEGORIES + len(self.reading.negative_labels):
             line = f":{records.numbers[-1]}" if where and records.numbers else ""
@@ -469,7 +575,15 @@ class _Fitting:
     def result(self, first: Path, last: Path) -> TextFit:
         """Categories = the distinct labels of all documents, sorted, less ``negative_labels``; one
         line when no category has a training document, a warning naming the labels found only in
-        test documents (``last``: the test file). The vocabulary when terms were collected."""
+        test documents (``last``: the test file). The vocabulary when terms were counted, pruned by the
+        options' min_df and max_features."""
+        try:
+            return self._result(first, last)
+        finally:
+            if self.terms is not None:
+                self.terms.close()
+
+    def _result(self, first: Path, last: Path) -> TextFit:
         negative = set(self.reading.negative_labels)
         if self.reading.check_labels:
             problem = label_problem({name: n for name, n in self.documents.items() if name not in negative},
@@ -488,15 +602,15 @@ class _Fitting:
             warnings.warn(MlnbWarning(f"{last}: {len(test_only)} label(s) occur only in the test part: {shown}; kept "
                                       "as categories without training documents (no model can learn them; listed as "
                                       "untrainable)"), stacklevel=3)
-        vocabulary = None
+        vocabulary = features = None
         categories = sorted(self.seen - negative)
+        if self.terms is not None and self.options.vectorizer == "hashing":
+            features = hashed_terms(self.terms, self.options)
+        elif self.terms is not None:
+            vocabulary, features = kept_vocabulary(self.terms, self.options, prune=True)
         check_data_sizes(str(first), n_categories=len(categories),
-                         n_features=len(self.terms) if self.analyzer is not None else None)
-        if self.analyzer is not None:
-            if not self.terms:
-                raise MlnbError(_EMPTY_VOCABULARY)
-            vocabulary = {term: j for j, term in enumerate(sorted(self.terms))}
-        return TextFit(categories, vocabulary)
+                         n_features=len(vocabulary) if vocabulary is not None else None)
+        return TextFit(categories, vocabulary, features)
 
 
 def fit_text(parts: Sequence[tuple[Sequence[Path], Callable[[np.ndarray], np.ndarray] | None]],
@@ -509,20 +623,25 @@ def fit_text(parts: Sequence[tuple[Sequence[Path], Callable[[np.ndarray], np.nda
         (None: all of them). A label found in no training document is warned about and kept as a
         category.
 
-    Memory grows with the vocabulary (Heaps' law: sublinearly in the corpus), not with the documents;
-    the hashing vectorizer needs no vocabulary pass at all.
+    Memory grows with the vocabulary (Heaps' law: sublinearly in the corpus) up to
+    ``options.vocabulary_memory``, not with the documents; beyond it the counts go out of core. With
+    the hashing vectorizer the distinct training terms are counted for their collisions (``text_features``).
     """
-    fitting = _Fitting(reading, options, vocabulary=options.vectorizer != "hashing")
-    for files, is_train in parts:
-        for k, path in enumerate(files):
-            position = 0
-            for records in text_records(path, reading, batch):
-                ids = file_ids(k, len(files), len(records.texts), position)
-                position += ids.size
-                fitting.add(records, np.ones(ids.size, dtype=bool) if is_train is None else is_train(ids), str(path))
-            if position == 0:
-                raise MlnbError(f"{path}: no documents")
-    return fitting.result(parts[0][0][0], parts[-1][0][0])
+    fitting = _Fitting(reading, options, vocabulary=True)
+    try:
+        for files, is_train in parts:
+            for k, path in enumerate(files):
+                position = 0
+                for records in text_records(path, reading, batch):
+                    ids = file_ids(k, len(files), len(records.texts), position)
+                    position += ids.size
+                    fitting.add(records, np.ones(ids.size, dtype=bool) if is_train is None else is_train(ids),
+                                str(path))
+                if position == 0:
+                    raise MlnbError(f"{path}: no documents")
+        return fitting.result(parts[0][0][0], parts[-1][0][0])
+    finally:
+        fitting.terms.close()  # a refused file leaves no counts out of core behind
 
 
 # -- in memory ----------------------------------------------------------------------------------------
@@ -579,11 +698,13 @@ def load_text_dataset(path, test_path=None, format="auto", header=True, text_col
         fitting.add(train.records, np.ones(train.ids.size, dtype=bool))
         fitting.add(test.records, np.zeros(test.ids.size, dtype=bool))
         fitted = fitting.result(train_files[0], test_files[0])
-        X_train, X_test, feature_names = vectorize(train.records.texts, test.records.texts, text_options)
-        return Dataset.from_train_test(X_train, label_matrix(train.records.labels, fitted.categories), X_test,
-                                       label_matrix(test.records.labels, fitted.categories), fitted.categories,
-                                       feature_names, name=name, origins=train.origins + test.origins,
-                                       ids=(train.ids, test.ids), split_rule=given_split_rule("test file", test_path))
+        counted = vectorize_texts(train.records.texts, test.records.texts, text_options)
+        dataset = Dataset.from_train_test(counted.X_train, label_matrix(train.records.labels, fitted.categories),
+                                          counted.X_test, label_matrix(test.records.labels, fitted.categories),
+                                          fitted.categories, counted.feature_names, name=name,
+                                          origins=train.origins + test.origins, ids=(train.ids, test.ids),
+                                          split_rule=given_split_rule("test file", test_path))
+        return replace(dataset, text_features=counted.text_features)
     (whole,) = parts
     train_index, test_index = hash_split(whole.ids, seed, test_fraction)
     is_train = np.zeros(whole.ids.size, dtype=bool)
@@ -591,10 +712,11 @@ def load_text_dataset(path, test_path=None, format="auto", header=True, text_col
     fitting.add(whole.records, is_train)
     fitted = fitting.result(train_files[0], train_files[0])
     texts = whole.records.texts
-    X_train, X_test, feature_names = vectorize([texts[i] for i in train_index], [texts[i] for i in test_index],
-                                               text_options)
+    counted = vectorize_texts([texts[i] for i in train_index], [texts[i] for i in test_index], text_options)
     # rows back in file order: row i is document i of the files, as the ids and origins say
-    X = sp.vstack([X_train, X_test], format="csr")[np.argsort(np.concatenate([train_index, test_index]))]
+    X = sp.vstack([counted.X_train, counted.X_test], format="csr")[np.argsort(np.concatenate([train_index,
+                                                                                              test_index]))]
     return Dataset(X=X, Y=label_matrix(whole.records.labels, fitted.categories), category_names=fitted.categories,
-                   train_index=train_index, test_index=test_index, feature_names=feature_names, name=name,
-                   origins=tuple(whole.origins), ids=whole.ids, split_rule=hash_split_rule(seed, test_fraction))
+                   train_index=train_index, test_index=test_index, feature_names=counted.feature_names, name=name,
+                   origins=tuple(whole.origins), ids=whole.ids, split_rule=hash_split_rule(seed, test_fraction),
+                   text_features=counted.text_features)

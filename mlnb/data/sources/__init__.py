@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlnb.data.registry import SOURCES, Request, SourceKind, get_source, register
-from mlnb.data.sources import arff, bundled, files, rcv1, reuters21578, shards, svmlight, synthetic, text
+from mlnb.data.sources import arff, bundled, files, long_tail, rcv1, reuters21578, shards, svmlight, synthetic, text
 from mlnb.data.splits import sample_rule
 from mlnb.data.validate import one_class_error
 from mlnb.errors import MlnbError
@@ -35,19 +35,25 @@ register(text.SOURCE)
 register(files.SOURCE)
 register(bundled.SOURCE)
 register(shards.SOURCE)
+register(long_tail.SOURCE)
 
-__all__ = ["SOURCES", "Request", "SourceKind", "check_single_label", "describe_split", "get_source", "load_dataset",
-           "open_source", "open_streams", "register", "streaming_sources", "text_options"]
+__all__ = ["SOURCES", "Request", "SourceKind", "check_single_label", "describe_split",
+           "get_source", "load_dataset", "open_source", "open_streams", "register", "streaming_sources", "text_options"]
 
 
-def text_options(features: FeaturesConfig | None) -> TextOptions:
-    """How texts become counts, from the config's [features] section (None: the defaults)."""
+
+def text_options(features: FeaturesConfig | None, prune: bool = False) -> TextOptions:
+    """How texts become counts, from the config's [features] section (None: the defaults); with ``prune``,
+    features.min_df and max_features go to the vocabulary pass (else they are left to ``mlnb.features``)."""
     from mlnb.data.text import TextOptions
 
     if features is None:
         return TextOptions()
     return TextOptions(vectorizer=features.vectorizer, lowercase=features.lowercase,
-                       stop_words=features.stop_words, hash_features=features.hash_features)
+                       stop_words=features.stop_words, hash_features=features.hash_features,
+                       ngram_range=tuple(features.ngram_range), min_df=features.min_df if prune else 0,
+                       max_features=features.max_features if prune else 0,
+                       vocabulary_memory=features.max_vocabulary_memory * 2**20)
 
 
 def streaming_sources() -> tuple[str, ...]:
@@ -63,13 +69,15 @@ def _source(config: DataConfig) -> tuple[SourceKind, object]:
     return source, options
 
 
-def _request(config: DataConfig, seed: int, features: FeaturesConfig | None) -> Request:
-    return Request(seed=seed, test_fraction=config.test_fraction, text=text_options(features))
+def _request(config: DataConfig, seed: int, features: FeaturesConfig | None, prune: bool = False) -> Request:
+    return Request(seed=seed, test_fraction=config.test_fraction, text=text_options(features, prune))
 
 
 def _load(config: DataConfig, features: FeaturesConfig | None, seed: int) -> Dataset:
     source, options = _source(config)
-    return source.load(options, _request(config, seed, features))
+    # read whole, a vocabulary pass prunes only where the terms left memory, as mlnb.features would on the whole
+    # training part; with max_train_documents that learns from the sample (taken later), so never
+    return source.load(options, _request(config, seed, features, prune=not config.max_train_documents))
 
 
 def check_single_label(dataset: Dataset, config: DataConfig) -> None:
@@ -118,7 +126,7 @@ def open_streams(config: DataConfig, features: FeaturesConfig | None = None,
     """(train, test) chunk sources for ``config`` (data.streaming = true): the documents, ids and split
     that :func:`load_dataset` gives."""
     source, options = _streaming(config)
-    return source.open_streams(options, _request(config, seed, features))
+    return source.open_streams(options, _request(config, seed, features, prune=True))
 
 
 def open_source(config: DataConfig, features: FeaturesConfig | None = None) -> tuple[ChunkSource, ChunkSource | None]:

@@ -94,4 +94,5 @@ def split(s: FilesConfig, request: Request) -> str:
 SOURCE = SourceKind(name="files", options=FilesConfig, load=load, open_streams=open_streams, open_whole=open_whole,
                     split=split, required=("path",),
                     help="a folder of text files: one sub-folder per category, or files and a labels file",
-                    files=lambda s: [p for p in (s.path, s.labels_path, s.test_path, s.test_labels_path) if p])
+                    files=lambda s: [p for p in (s.path, s.labels_path, s.test_path, s.test_labels_path) if p],
+                    prunes_vocabulary=True)

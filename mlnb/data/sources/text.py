@@ -74,4 +74,4 @@ def split(s: TextConfig, request: Request) -> str:
 
 SOURCE = SourceKind(name="text", options=TextConfig, load=load, open_streams=open_streams, open_whole=open_whole,
                     split=split, required=("path",), help="CSV, TSV or JSON-lines files of texts and their labels",
-                    files=lambda s: [p for p in (s.path, s.test_path) if p])
+                    files=lambda s: [p for p in (s.path, s.test_path) if p], prunes_vocabulary=True)
