@@ -110,6 +110,13 @@ class FeaturesConfig:
                              choices=("none", "english"))
     hash_features: int = option(2**18, "text sources: number of hashed features (vectorizer = 'hashing')",
                                 min=1, max=MAX_FEATURES)
+    ngram_range: list[int] = option([1, 1], "text sources: [min_n, max_n], the terms are the word n-grams for n "
+                                    "from min_n to max_n (1 <= min_n <= max_n <= 5; [1, 1] = words, [1, 2] adds "
+                                    "pairs of adjacent words)", min=1, max=5)
+    max_vocabulary_memory: int = option(1024, "text sources: MiB the counts of the training texts' terms may take "
+                                        "in memory; beyond it they are counted out of core (DuckDB, in the "
+                                        "temporary folder) and min_df / max_features apply in that pass",
+                                        min=1, max=2**30)
 
 
 DECISION_RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
@@ -134,6 +141,15 @@ class EvalConfig:
                              max=MAX_ROC_POINTS)
     top_k: int = option(2, "k of precision@k (multilabel: true categories among the k best-scored, per "
                         "document) and of top-k accuracy (multiclass)", min=1)
+    ranking_k: int = option(5, "multilabel: k of the ranking metrics over each test document's k best categories "
+                            "(P@k, R@k, nDCG@k, PSP@k, PSnDCG@k, coverage@k at k = 1, 3 and this k, those up to "
+                            "it); 0 = none. Not eval.top_k, which keeps its k of the summary's precision_at_k",
+                            min=0, max=1000)
+    propensity_a: float = option(0.55, "A of the propensities p_l = 1 / (1 + C (N_l + B)^-A) behind PSP@k and "
+                                 "PSnDCG@k (Jain, Prabhu & Varma 2016; 0.55 for most corpora, 0.6 Amazon-like, "
+                                 "0.5 Wikipedia-like)", min=0, exclusive_min=True, max=10)
+    propensity_b: float = option(1.5, "B of those propensities (1.5 for most corpora, 2.6 Amazon-like, 0.4 "
+                                 "Wikipedia-like)", min=0, exclusive_min=True, max=100)
     decision: str = option(AUTO_DECISION, "multilabel decision rule: 'auto' ('pcut' for a multilabel study, "
                            "in memory, streamed or on Dask; multiclass: the most probable class), 'fixed' (probability cut eval.threshold), 'scut' "
                            "(per-category threshold maximising eval.decision_metric on the validation part), "
@@ -270,6 +286,12 @@ class ModelSpec:
         """(Bytes per weight its kind's solver holds besides W, the option that sets them), for mlnb.budget."""
         return get_kind(self.kind).state_per_weight(self.options)
 
+    def weights(self, task: str = "multilabel") -> tuple[str, list[str]]:
+        """(How its kind holds its weights, 'dense' V × K or 'sparse' pairs; the kinds with sparse weights that give
+        its scores in ``task``), for mlnb.budget."""
+        kind = get_kind(self.kind)
+        return kind.weights, kind.sparse_equivalents(task)
+
 
 #: keys every model table has besides its kind's options
 MODEL_KEYS = {"kind": "model kind (see the list above)", "enabled": "fit and evaluate this model",
@@ -306,7 +328,9 @@ class EngineConfig:
                             "averaged every engine.mix_every minibatches: parallel, but not the same model; see "
                             "experiments/bench_mixing.py)", choices=("one_worker", "mixing"))
     spill_folder: str = option("", "streaming: folder for the test scores on disk while they are evaluated (documents "
-                               "× categories float32 per model; deleted after the run); empty = the system's temporary "
+                               "× categories float32 per model; deleted after the run), and for the (word, category) "
+                               "counters of a model with sparse weights beyond its own max_count_memory (the one "
+                               "budget of its counters, an option of its kind); empty = the system's temporary "
                                "folder. On a cluster of several machines it must be a folder every worker and this "
                                "machine share")
     scores: str = option("auto", "where a streamed study holds the test scores while they are evaluated: 'memory', "
@@ -571,6 +595,7 @@ def _check_study(config: StudyConfig, origin: str) -> None:
             raise MlnbError(f"{origin}: models.{spec.name}: {error}") from None
     if config.task == "multiclass":
         _check_multiclass_data(config, origin)
+    _check_features(config, origin)
     _check_streaming(config, origin)
     _check_engine(config, origin)
     check_tracking(config, origin)
@@ -581,6 +606,16 @@ def _check_study(config: StudyConfig, origin: str) -> None:
     if config.sweep.model != "auto" and config.sweep.model not in names:
         raise MlnbError(f"{origin}: sweep.model = {config.sweep.model!r}: expected 'auto' or an enabled model "
                         f"({', '.join(names)}); {why(config.sweep.model)}")
+
+
+def _check_features(config: StudyConfig, origin: str) -> None:
+    """features.ngram_range: [min_n, max_n] with 1 <= min_n <= max_n <= 5 (the schema checks each number)."""
+    from mlnb.data.vocabulary import check_ngram_range
+
+    try:
+        check_ngram_range(config.features.ngram_range)
+    except MlnbError as error:
+        raise MlnbError(f"{origin}: {error}") from None
 
 
 def _check_streaming(config: StudyConfig, origin: str) -> None:
@@ -606,10 +641,15 @@ def _check_streaming(config: StudyConfig, origin: str) -> None:
             raise MlnbError(f"{origin}: models.{spec.name}: kind {spec.kind!r} learns from every training document "
                             f"in memory at once (data.streaming = true); kinds that learn from a stream: {streaming}")
     features = config.features
-    if features.transform != "none" or features.min_df or features.max_features:
+    # a text source's first pass counts the training terms: its vocabulary is pruned there (mlnb.data.vocabulary)
+    pruned_in_vocabulary = SOURCES.named(data.source, "data.source").prunes_vocabulary \
+        and features.vectorizer == "count"
+    if features.transform != "none" or ((features.min_df or features.max_features) and not pruned_in_vocabulary):
+        pruning = ", ".join(name for name, kind in SOURCES.items() if kind.prunes_vocabulary)
         raise MlnbError(f"{origin}: features.transform / min_df / max_features need a pass over the whole training "
                         "corpus before training; with data.streaming = true use transform = 'none', min_df = 0, "
-                        "max_features = 0 (or transform the data before `mlnb convert`)")
+                        "max_features = 0 (or transform the data before `mlnb convert`; the sources "
+                        f"{pruning} with vectorizer = 'count' take min_df and max_features)")
     if data.max_train_documents:
         raise MlnbError(f"{origin}: data.max_train_documents needs the whole corpus to sample from; with "
                         "data.streaming = true use data.test_fraction or a smaller set of shards")
@@ -640,7 +680,7 @@ def _check_engine(config: StudyConfig, origin: str) -> None:
 def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
     """Sources and settings that cannot give one class per document."""
     data = config.data
-    if data.source in ("synthetic", "rcv1", "lyrl2004", "reuters21578"):
+    if data.source in ("synthetic", "long_tail", "rcv1", "lyrl2004", "reuters21578"):
         raise MlnbError(f"{origin}: task = 'multiclass' needs single-label data; data.source = {data.source!r} is "
                         "multilabel (use svmlight with one label per line, text with labels = 'single', "
                         "arff, or bundled)")

@@ -21,6 +21,8 @@ RCV1 tutorial's NB red and LR blue).
     lift(evaluations, category)                  ROC lift TPR/FPR, and lift by depth (precision / base rate)
     accuracy_per_category(evaluations)           expected accuracy per category, against 1 − prevalence
     auc_scatter(x, y, names=...)                 per-category AUC of two models, one point per category
+                                                 (above DENSE_ABOVE categories: a hexagonal density)
+    precision_at_k_by_band(by_band, k)           each frequency band's contribution to P@k, bars per model
     reliability(evaluations)                     observed positive rate against predicted probability
 
 A Figure is drawn by Agg without pyplot: nothing global is registered, and it is freed with its
@@ -38,6 +40,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from mlnb.errors import MlnbError
+from mlnb.metrics.bands import BANDS
 from mlnb.metrics.evaluation import CALIBRATION_BINS, Evaluation, evaluate
 
 #: the colour of the i-th model: the RCV1 tutorial's NB red and LR blue, then matplotlib's tab10
@@ -45,8 +48,14 @@ PALETTE = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:
            "tab:olive", "tab:cyan", "tab:gray")
 #: above this many categories a line per model is a blur: points plus a rolling mean instead
 MANY_CATEGORIES = 150
+#: above this many categories a figure of one mark per category overplots into a blob: bins or a density
+#: instead (the report's tables switch earlier, at ``mlnb.metrics.bands.LARGE_LABEL_SPACE``)
+DENSE_ABOVE = 1_000
+#: bins of the category index of ``accuracy_per_category`` above ``DENSE_ABOVE`` categories
+CATEGORY_BINS = 100
 
-__all__ = ["PALETTE", "accuracy_per_category", "auc_scatter", "lift", "reliability", "roc"]
+__all__ = ["DENSE_ABOVE", "PALETTE", "accuracy_per_category", "auc_scatter", "lift", "precision_at_k_by_band",
+           "reliability", "roc"]
 
 
 def _evaluations(evaluations, Y_true=None, allow_empty: bool = False) -> dict[str, Evaluation]:
@@ -210,7 +219,10 @@ def accuracy_per_category(evaluations, *, Y_true=None, colors=None, note: str | 
                           prevalence_from: Evaluation | None = None) -> Figure:
     """Expected accuracy mean(p·y + (1 − p)(1 − y)) per category index, one colour per model (the RCV1
     tutorial's plot), with always-'no' (1 − test prevalence): accuracy near 1 on rare categories is
-    mostly the base rate. Above ``MANY_CATEGORIES`` categories: points and a rolling mean.
+    mostly the base rate. Above ``MANY_CATEGORIES`` categories: points and a rolling mean; above
+    ``DENSE_ABOVE``: no points, ``CATEGORY_BINS`` bins of consecutive categories, each model's mean
+    expected error 1 − expected accuracy over a bin (line, log scale: every accuracy there is 0.999…) and
+    the 10th to 90th percentile of its categories (band).
     ``note``: a line written in the corner (e.g. which models are left out); ``prevalence_from``: the
     Evaluation whose test prevalence draws the always-'no' line (default: the first), so that the
     figure can be drawn with no model in it."""
@@ -218,6 +230,8 @@ def accuracy_per_category(evaluations, *, Y_true=None, colors=None, note: str | 
     colors = _colors(evaluations, colors)
     fig, ax = _figure(figsize=(10, 4.5))
     table = (prevalence_from or next(iter(evaluations.values()))).per_category
+    if len(table) > DENSE_ABOVE:
+        return _binned_accuracy(evaluations, table, colors, note)
     many = len(table) > MANY_CATEGORIES
     window = max(3, len(table) // 50)
     for name, evaluation in evaluations.items():
@@ -243,6 +257,52 @@ def accuracy_per_category(evaluations, *, Y_true=None, colors=None, note: str | 
     return _done(fig)
 
 
+def _bin_edges(n: int, bins: int) -> np.ndarray:
+    """Edges of at most ``bins`` runs of consecutive indices 0..n, as equal as integers allow."""
+    return np.unique(np.linspace(0, n, min(bins, n) + 1).round().astype(np.int64))
+
+
+def _binned(values: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, 10th percentile, 90th percentile) of the finite ``values`` of each run ``edges[i]:edges[i + 1]``
+    (NaN for a run without one)."""
+    stats = np.full((3, edges.size - 1), np.nan)
+    for i, (start, stop) in enumerate(zip(edges[:-1], edges[1:])):
+        part = values[start:stop]
+        part = part[np.isfinite(part)]
+        if part.size:
+            stats[:, i] = part.mean(), np.percentile(part, 10), np.percentile(part, 90)
+    return stats[0], stats[1], stats[2]
+
+
+def _binned_accuracy(evaluations: dict, table: pd.DataFrame, colors: dict, note: str | None) -> Figure:
+    """``accuracy_per_category`` of a large label space. There every category is rare and every expected
+    accuracy is 0.999… (a linear axis shows one flat line): the expected error 1 − expected accuracy on a log
+    scale instead, per bin of consecutive categories each model's mean (line) and 10th–90th percentile (band),
+    and always-'no''s error, the test prevalence (dotted)."""
+    fig, ax = _figure(figsize=(10, 4.5))
+    edges = _bin_edges(len(table), CATEGORY_BINS)
+    middle = (edges[:-1] + edges[1:] - 1) / 2
+    width = int(np.ceil(len(table) / (edges.size - 1)))
+    for name, evaluation in evaluations.items():
+        mean, low, high = _binned(1 - evaluation.per_category["expected_accuracy"].to_numpy(np.float64), edges)
+        ax.fill_between(middle, low, high, color=colors[name], alpha=0.2, lw=0)
+        ax.plot(middle, mean, lw=1.5, color=colors[name],
+                label=f"{name}: mean expected accuracy {evaluation.summary['mean_expected_accuracy']:.6f}")
+    baseline, _, _ = _binned(table["prevalence"].to_numpy(np.float64), edges)
+    ax.plot(middle, baseline, ":", color="gray", lw=1.2, label="always 'no' (error = test prevalence)")
+    _note(ax, note)
+    log_scale(ax)
+    ax.set_xlabel(f"category index ({len(table):,} categories in {edges.size - 1} bins of ≈{width:,})")
+    ax.set_ylabel("expected error  1 − mean(p·y + (1−p)(1−y))")
+    ax.set_title("Per-category expected error on the test set (lower is better): mean of each bin (line), "
+                 "10th–90th percentile of its categories (band)", fontsize=10)
+    ax.set_xlim(0, len(table))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="upper right", fontsize=8)
+    return _done(fig)
+
+
 def _aucs(values) -> np.ndarray:
     """Per-category AUC (K,): an Evaluation's included categories (NaN elsewhere), or the values given."""
     if isinstance(values, Evaluation):
@@ -255,21 +315,28 @@ def auc_scatter(x, y, *, names=("x", "y"), descriptions=None, train_positives=No
     """Per-category AUC of model y (vertical) against model x (horizontal), one point per category
     where both are defined, with the line of equal AUC. ``x`` and ``y``: Evaluations (their included
     categories) or per-category AUC arrays (K,), NaN where not defined. ``descriptions``: a longer
-    label per model for the axes. ``train_positives`` (K,): colour the points by log10 of it."""
+    label per model for the axes. ``train_positives`` (K,): colour the points by log10 of it. Above
+    ``DENSE_ABOVE`` categories a point each would overplot: a hexagonal 2-D histogram instead, its
+    colour the number of categories in each hexagon (log scale; ``train_positives`` is then not shown)."""
     a_x, a_y = _aucs(x), _aucs(y)
     if a_x.shape != a_y.shape:
         raise MlnbError(f"auc_scatter: x has {a_x.size} categories, y {a_y.size}")
     both = np.isfinite(a_x) & np.isfinite(a_y)
     a_x, a_y = a_x[both], a_y[both]
+    low = np.nanmin(np.r_[a_x, a_y, 1.0])
+    low = max(0.0, min(low, 0.5) - 0.02) if np.isfinite(low) else 0.0
     fig, ax = _figure(figsize=(6, 5.5))
-    if train_positives is not None:
+    density = a_x.size > DENSE_ABOVE
+    if density:  # one point per category overplots into a blob: categories per hexagon instead
+        cells = ax.hexbin(a_x, a_y, gridsize=50, extent=(low, 1.0, low, 1.0), bins="log", mincnt=1,
+                          cmap="viridis", linewidths=0.1)
+        fig.colorbar(cells, ax=ax, label="categories per hexagon (log scale)")
+    elif train_positives is not None:
         positives = np.maximum(np.asarray(train_positives, dtype=np.float64).ravel()[both], 1)
         points = ax.scatter(a_x, a_y, c=np.log10(positives), cmap="viridis", s=18, edgecolor="k", lw=0.3)
         fig.colorbar(points, ax=ax, label="log10 training positives")
     else:
         ax.scatter(a_x, a_y, s=18, color="tab:blue", edgecolor="k", lw=0.3)
-    low = np.nanmin(np.r_[a_x, a_y, 1.0])
-    low = max(0.0, min(low, 0.5) - 0.02) if np.isfinite(low) else 0.0
     ax.plot([low, 1], [low, 1], "--", color="gray", lw=1, label="equal AUC")
     ax.set_xlim(low, 1.005)
     ax.set_ylim(low, 1.005)
@@ -277,10 +344,52 @@ def auc_scatter(x, y, *, names=("x", "y"), descriptions=None, train_positives=No
     description_x, description_y = descriptions or (None, None)
     ax.set_xlabel(f"AUC, {name_x}" + (f": {description_x}" if description_x else ""), fontsize=8)
     ax.set_ylabel(f"AUC, {name_y}" + (f": {description_y}" if description_y else ""), fontsize=8)
-    ax.set_title(f"Per-category AUC: {name_y} higher in {int(np.sum(a_y > a_x))}, "
-                 f"{name_x} higher in {int(np.sum(a_x > a_y))}", fontsize=10)
+    ax.set_title(f"Per-category AUC: {name_y} higher in {int(np.sum(a_y > a_x)):,}, "
+                 f"{name_x} higher in {int(np.sum(a_x > a_y)):,}"
+                 + (f"\n{a_x.size:,} categories, binned into hexagons" if density else ""), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    return _done(fig)
+
+
+def precision_at_k_by_band(by_band: Mapping, k: int, *, colors=None, categories: Mapping | None = None) -> Figure:
+    """Each frequency band's contribution to P@k (``mlnb.metrics.bands.precision_at_k_by_band``), bars per
+    model side by side in each band: the correct categories of the band among each test document's k best,
+    over k · documents, so that a model's bars add up to its P@k (in the legend). ``by_band``: {model: {band:
+    {"P@k": value}}}; ``categories``: {band: number of categories} for the tick labels, bands without any
+    left out (default: head, torso, tail, and unseen where a model has a value there)."""
+    if not by_band:
+        raise MlnbError("precision_at_k_by_band: nothing to plot (no model)")
+    key = f"P@{k}"
+    models = list(by_band)
+    for name in models:
+        if any(key not in by_band[name].get(band, {key: 0}) for band in BANDS):
+            raise MlnbError(f"precision_at_k_by_band: by_band[{name!r}] has no {key} for every band")
+    if categories is not None:
+        bands = [band for band in BANDS if categories.get(band, 0)]
+    else:
+        bands = [band for band in BANDS if band != "unseen" or any(by_band[m].get(band, {}).get(key) for m in models)]
+    colors = _colors(models, colors)
+    fig, ax = _figure(figsize=(max(6.0, 1.6 * len(bands) * max(1, len(models)) / 2 + 3), 4.5))
+    width = 0.8 / len(models)
+    x = np.arange(len(bands))
+    top = 0.0
+    for i, name in enumerate(models):
+        values = np.array([by_band[name].get(band, {}).get(key, 0.0) for band in bands], dtype=np.float64)
+        total = float(sum(by_band[name].get(band, {}).get(key, 0.0) for band in BANDS))
+        bars = ax.bar(x + (i - (len(models) - 1) / 2) * width, values, width=width * 0.95, color=colors[name],
+                      label=f"{name}: P@{k} = {total:.3f}")
+        ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=7, padding=2)
+        top = max(top, float(np.nanmax(values)) if values.size else 0.0)
+    ax.set_xticks(x)
+    ax.set_xticklabels([band + (f"\n{categories[band]:,} categories" if categories else "") for band in bands])
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
+    ax.set_xlabel("frequency band (by training positives; head: the most frequent, a third of the labels)")
+    ax.set_ylabel(f"contribution to P@{k}")
+    ax.set_title(f"Where P@{k} comes from: correct categories of each band among each document's {k} best,\n"
+                 f"over {k} · documents (a model's bars add up to its P@{k})", fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, loc="upper right")
     return _done(fig)
 
 

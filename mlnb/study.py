@@ -10,7 +10,8 @@ command treats every model, every ``eval.*`` key and every size the same way:
     decide    the decision rule and calibration learn from held-out scores of the training
               documents (a seeded hash split or k folds of their ids), never the evaluation ones
     score     the evaluation documents, held in memory or spilled to disk (``mlnb.engine.scoring``)
-    evaluate  every metric, then intervals and paired tests in ``run_study``
+    evaluate  every metric, then intervals and paired tests in ``run_study``; multilabel, the ranking
+              metrics at k of each document's ``eval.ranking_k`` best categories (``_rank_at_k``)
 
 The same config gives the same split, the same parts and the same numbers in memory, streamed
 and on Dask (Naive Bayes exactly; minibatch LR in the same minibatch order). ``run_study``
@@ -48,7 +49,11 @@ from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory
                                  score_spilled)
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
+from mlnb.metrics.at_k import top_k_of_scores
+from mlnb.metrics.at_k_study import (propensities_from_counts, rank_models, ranking_cutoffs, spill_labels,
+                                     top_k_of_spill)
 from mlnb.metrics.auc_intervals import category_auc_intervals, category_auc_intervals_by_column
+from mlnb.metrics.bands import frequency_bands, precision_at_k_by_band
 from mlnb.metrics.comparison import Comparison, compare_scores, comparison_from_tests
 from mlnb.metrics.evaluation import Evaluation, evaluate, reliability_table
 from mlnb.metrics.multiclass import class_log_odds, evaluate_multiclass
@@ -86,6 +91,8 @@ class ModelRun:
     n_fit: int | None = None  # training documents the evaluated model was fitted on
     n_validation: int = 0  # held-out training documents its decision rule or calibration learned from
     compile_seconds: float = 0.0  # numba compiling (a first run) or loading kernels during the fit: not in fit_seconds
+    # multilabel, eval.ranking_k > 0: {"metrics": {"P@1": …}, "intervals": {"P@1": [low, high]}} (``_rank_at_k``)
+    ranking: dict = field(default_factory=dict)
 
     @cached_property  # used by every comparison and interval of the run: computed once
     def rank_scores(self) -> np.ndarray:
@@ -109,6 +116,11 @@ class StudyResult:
     # the input files as the run read them (``mlnb.data.fingerprint``, taken at load: a file replaced or
     # deleted while the models train is not what the results came from); None: the writer takes it
     data_fingerprint: dict | None = None
+    # the ranking metrics at k: their cut-offs (empty: not measured), whether propensity-scored, and the paired
+    # comparisons of the best model by P@1 against each other one (``mlnb.metrics.at_k_study.rank_models``)
+    ranking_ks: tuple = ()
+    ranking_propensity_scored: bool = False
+    ranking_comparisons: list = field(default_factory=list)
 
     def model(self, name: str) -> ModelRun:
         return next(run for run in self.models if run.name == name)
@@ -338,9 +350,12 @@ def _score(config: StudyConfig, models: dict, evaluation: Documents, backend, ru
                f"{engine.max_score_memory} MiB, or engine.scores = 'disk')")
         if config.task == "multiclass":
             raise MlnbError(f"task = 'multiclass' evaluates every class of a document at once; {why}")
-        if ev.bootstrap:
+        # the ranking metrics' intervals resample each document's k best categories (n × k), not its scores;
+        # the summary metrics' intervals are what a spill leaves out (SPILL_LIMITS)
+        if ev.bootstrap and not ranking_cutoffs(ev.ranking_k):
             raise MlnbError(f"eval.bootstrap = {ev.bootstrap} resamples every test document at once; {why}: raise "
-                            "engine.max_score_memory or set eval.bootstrap = 0")
+                            "engine.max_score_memory, set eval.bootstrap = 0, or measure the ranking metrics "
+                            "(eval.ranking_k > 0), whose intervals a spill keeps")
 
     if engine.scores == "disk":
         refuse_spilled(None)  # before any work
@@ -482,9 +497,13 @@ def open_documents(config: StudyConfig):
         train, test = streamed_documents(config)
         names = list(train.category_names)
         _check_against_data(config, names)
+        # the source's own V and K now, before any chunk is counted (the config may not state them)
+        check_budget(config, DataShape(None, None, int(train.n_features), len(names), None))
         info = {"name": train.source.name, "n_features": train.n_features, "n_categories": len(names),
                 "n_features_used": train.n_features, "feature_transform": config.features.transform,
                 "split": split_rule(config)}
+        if train.source.text_features is not None:  # a text source's vocabulary, or its hashing's collisions
+            info["text_features"] = train.source.text_features
     config = with_decision_resolved(config)  # the report and the results name the rule the study used
     if config.report.category_name:  # the name decides; the resolved config records the index too
         config = replace(config, report=replace(config.report, category=names.index(config.report.category_name)))
@@ -550,6 +569,7 @@ def run_study(config: StudyConfig) -> StudyResult:
         result.models = loop.runs
         _uncertainty(result, scored)
         _compare(result, scored)
+        _rank_at_k(result, scored, loop.n_train)
     for run in result.models:
         run.spill = None  # deleted with the run's temporary folder
     return result
@@ -610,3 +630,35 @@ def _compare(result: StudyResult, scored: Scored) -> None:
                                                      config.report.alpha, name_a, name_b, mcnemar=mcnemar,
                                                      exclude=excluded, n_boot=config.eval.bootstrap,
                                                      seed=config.seed, level=config.eval.confidence))
+
+
+def _rank_at_k(result: StudyResult, scored: Scored, n_train: int) -> None:
+    """Multilabel, ``eval.ranking_k`` = k > 0: each model's k best categories of every test document, from
+    its evaluated scores in memory (``top_k_of_scores``) or from its spill, a block of whole categories at a
+    time (``top_k_of_spill``: the same rankings), then P@k, R@k, nDCG@k, PSP@k, PSnDCG@k and coverage@k at
+    the cut-offs ``ranking_cutoffs(k)``, with the study's bootstrap intervals and, for two models or more,
+    the paired differences of the best by P@1 against each other one (``mlnb.metrics.at_k_study``; none
+    with ``report.paired_tests = false``). Every category is ranked, untrainable ones too, by the scores the
+    evaluation reads (their training prior under eval.untrainable = 'prior' or 'keep'). Propensities from the
+    training counts (``eval.propensity_a``, ``eval.propensity_b``)."""
+    config, ev = result.config, result.config.eval
+    ks = ranking_cutoffs(ev.ranking_k)
+    if not ks or config.task == "multiclass" or not result.models:
+        return
+    with progress.status(f"ranking metrics at k = {ev.ranking_k}"), timings.stage("evaluate"):
+        if scored.in_memory:
+            labels = scored.Y
+            rankings = {run.name: top_k_of_scores(run.scores, ev.ranking_k)[0] for run in result.models}
+        else:
+            labels = spill_labels(result.models[0].spill)
+            rankings = {run.name: top_k_of_spill(run.spill, ev.ranking_k)[0] for run in result.models}
+        propensity = propensities_from_counts(result.train_positives, n_train, ev.propensity_a, ev.propensity_b)
+    with progress.status("ranking metrics' intervals and comparisons"), timings.stage("intervals"):
+        per_model, comparisons = rank_models(rankings, labels, ks, propensity, n_boot=ev.bootstrap,
+                                             level=ev.confidence, seed=config.seed,
+                                             compare=config.report.paired_tests)
+    bands = frequency_bands(result.train_positives)  # each band's share of P@j (``mlnb.metrics.bands``)
+    for run in result.models:
+        run.ranking = per_model[run.name] | {"by_band": precision_at_k_by_band(labels, rankings[run.name], bands, ks)}
+    result.ranking_ks, result.ranking_propensity_scored = ks, propensity is not None
+    result.ranking_comparisons = comparisons

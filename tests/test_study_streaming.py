@@ -196,8 +196,9 @@ def test_cli_with_spilled_scores_says_what_it_left_out(shards, tmp_path):
 
 @pytest.mark.parametrize("setting, needs", [("eval.bootstrap=20", "eval.bootstrap = 20 resamples every test document")])
 def test_what_spilled_scores_cannot_do_is_refused_in_one_line(shards, tmp_path, setting, needs):
+    """Without ranking metrics (whose intervals resample each document's k best, not its scores)."""
     result = CliRunner().invoke(app, ["run", str(shards[1]), "--out", str(tmp_path / "out"), "--set",
-                                      'engine.scores="disk"', "--set", setting])
+                                      'engine.scores="disk"', "--set", setting, "--set", "eval.ranking_k=0"])
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("LR pass")]
     assert len(lines) == 1 and needs in lines[0] and "spilled to disk" in lines[0], result.output

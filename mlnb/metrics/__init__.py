@@ -1,5 +1,7 @@
 """Metrics, vectorised over categories; rank metrics from decision scores."""
 
+from mlnb.metrics.at_k import (MetricInterval, PairedDifference, RankingAtK, bootstrap_intervals_at_k,
+                               paired_differences_at_k, propensities, ranking_metrics, top_k_of_scores)
 from mlnb.metrics.binned import BinnedScores, Grid
 from mlnb.metrics.classification import (ConfusionCounts, brier_score, confusion_counts,
                                          expected_accuracy, log_loss_from_scores)
@@ -18,4 +20,6 @@ __all__ = ["BinnedScores", "ConfusionCounts", "Evaluation", "Grid", "McNemarResu
            "bootstrap_replicates", "brier_score", "class_log_odds", "confusion_counts", "depth_lift", "evaluate",
            "evaluate_multiclass", "evaluate_spilled", "expected_accuracy", "fpr_grid", "gains_on_grid",
            "label_ranking_metrics", "log_loss_from_scores", "mcnemar_test", "micro_auc", "precision_at_k",
-           "rank_curve", "roc_auc", "roc_auc_per_category", "roc_curve_exact", "roc_lift", "roc_on_grid"]
+           "rank_curve", "roc_auc", "roc_auc_per_category", "roc_curve_exact", "roc_lift", "roc_on_grid",
+           "MetricInterval", "PairedDifference", "RankingAtK", "bootstrap_intervals_at_k", "paired_differences_at_k",
+           "propensities", "ranking_metrics", "top_k_of_scores"]

@@ -6,10 +6,14 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from mlnb.config import toml_value
 from mlnb.decision import LEARNED_ON_HELD_OUT
+from mlnb.metrics.at_k_study import headline_metrics
 from mlnb.metrics.auc_permutation import PERMUTATION_MAX
+from mlnb.metrics.bands import LARGE_LABEL_SPACE
+from mlnb.report.band_tables import bands_markdown, is_large, listed_names, top_bottom_markdown
 from mlnb.report.escape import plain  # every name from the data or the config, as literal Markdown
 from mlnb.report.tables import (compiling_note, decision_rule_f1, largest_differences, markdown_table,
                                 probabilities_defined, summary_table)
@@ -119,8 +123,10 @@ def _untrainable_line(run, names, config) -> str | None:
     if len(untrainable) == 0:
         return None
     policy, replaced = config.eval.untrainable, untrainable_scored_by_prior(config)
-    weights = getattr(run.model, "weights_", None)
-    by_prior = weights is not None and all(not np.any(weights[:, k]) for k in untrainable)
+    by_prior = getattr(run.model, "untrainable_scored_by_prior_", None)  # a model that says so (sparse weights)
+    if by_prior is None:  # else read off its dense weights: no word moves an untrainable category's score
+        weights = getattr(run.model, "weights_", None)
+        by_prior = weights is not None and all(not np.any(weights[:, k]) for k in untrainable)
     what = "score by their prior only" if by_prior else "were trained anyway"
     if not by_prior and not replaced:  # the evaluated AUCs are then the model's own
         what += f" ({untrainable_auc_clause(run.evaluation.per_category, untrainable)})"
@@ -131,7 +137,7 @@ def _untrainable_line(run, names, config) -> str | None:
     else:
         what += f"; they are kept in the averages as the model scored them (eval.untrainable = '{policy}')"
     return (f"- {run.name}: {len(untrainable)} categories had no positive (or no negative) training document "
-            f"and {what}: {', '.join(plain(names[k]) for k in untrainable)}")
+            f"and {what}: {listed_names(names, untrainable, len(names) > LARGE_LABEL_SPACE)}")
 
 
 def untrainable_auc_clause(per_category, categories) -> str:
@@ -372,6 +378,71 @@ def _streaming_lines(streaming: dict | None) -> list[str]:
             f"{streaming['shuffle_buffer']} chunks), {where}; test scores held {held}.{not_computed}", ""]
 
 
+def _ranking_cell(value, interval) -> str:
+    if value is None or not np.isfinite(value):
+        return "n/a"
+    if interval and interval[0] is not None and interval[1] is not None:
+        return f"{value:.4f} ({interval[0]:.4f}–{interval[1]:.4f})"
+    return f"{value:.4f}"
+
+
+def _ranking_sentence(comparison: dict, metric: str) -> str:
+    """What the paired difference of ``metric`` says, from its numbers: which model is higher, by how much,
+    its interval and p-value; "not distinguishable" when the interval holds 0 (or disagrees with the estimate)."""
+    a, b = plain(comparison["a"]), plain(comparison["b"])
+    d = comparison["differences"][metric]
+    difference, low, high, p = d["difference"], d["low"], d["high"], d["p_value"]
+    if not all(v is not None and np.isfinite(v) for v in (difference, low, high)):
+        return f"{metric}: {a} and {b} cannot be compared (no finite difference or interval)"
+    numbers = (f"{comparison['level']:.0%} paired bootstrap interval of {a} − {b} {low:+.4f} to {high:+.4f}"
+               + (f", p = {p:.3g}" if p is not None and np.isfinite(p) else ""))
+    if low > 0 and difference > 0:
+        return f"{a}'s {metric} is {difference:.4f} higher than {b}'s ({numbers})"
+    if high < 0 and difference < 0:
+        return f"{a}'s {metric} is {-difference:.4f} lower than {b}'s ({numbers})"
+    return f"{a} and {b} are not distinguishable by {metric} (difference {difference:+.4f}; {numbers})"
+
+
+def ranking_markdown(result) -> list[str]:
+    """The "Ranking at k" section: every model's ranking metrics with their intervals, and one sentence per
+    comparison of the best model by P@1 against another (its P@1, nDCG@k and PSP@k differences), each
+    clause derived from the numbers."""
+    if not result.ranking_ks:
+        return []
+    ev = result.config.eval
+    k = result.ranking_ks[-1]
+    metrics = headline_metrics(ev.ranking_k, result.ranking_propensity_scored)
+    rows = {run.label: [_ranking_cell(run.ranking["metrics"].get(m), run.ranking["intervals"].get(m))
+                        for m in metrics] for run in result.models}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=metrics).rename_axis("model")
+    propensity = (f" PSP@{k} and PSnDCG@{k} weigh each correct category by its inverse propensity (Jain, Prabhu & "
+                  f"Varma 2016, A = {ev.propensity_a:g}, B = {ev.propensity_b:g}, from the training counts), "
+                  "normalised by the best attainable ranking's." if result.ranking_propensity_scored else
+                  " No propensity-scored metrics: fewer than 3 training documents.")
+    if ev.bootstrap:
+        intervals = (f" In parentheses: {ev.confidence:.0%} percentile bootstrap intervals over the test documents "
+                     f"({ev.bootstrap} resamples; coverage resamples the categories).")
+    else:
+        intervals = " No intervals or comparisons: eval.bootstrap = 0."
+    lines = ["", f"## Ranking at k (k = {k})", "",
+             f"Each test document's {k} best-scored categories per model (equal scores: the lower category first). "
+             "P@j: share of the j best that are true; R@j: share of the document's true categories among them; "
+             "nDCG@j: their discounted gain over the best possible; all averaged over the test documents (one "
+             f"without a true category counts 0). coverage@{k}: share of the categories with a test positive "
+             f"ranked correctly in some document's {k} best." + propensity + intervals, "",
+             markdown_table(frame)]
+    comparisons = result.ranking_comparisons
+    if comparisons:
+        lines += ["", f"{plain(comparisons[0]['a'])} has the highest {comparisons[0]['by']}; against each "
+                  "other model (p: paired randomisation test, swapping the two models' rankings per document):", ""]
+        # the metric that chose the best model, the ranking's quality at k, and its propensity-weighted one
+        shown = [m for m in (comparisons[0]["by"], f"nDCG@{k}", f"PSP@{k}") if m in comparisons[0]["differences"]]
+        for comparison in comparisons:
+            lines.append(f"- {plain(comparison['a'])} against {plain(comparison['b'])}: "
+                         + "; ".join(_ranking_sentence(comparison, m) for m in shown) + ".")
+    return lines
+
+
 def study_markdown(result, plot_files: list[Path]) -> str:
     data = result.data
     report = result.config.report
@@ -382,7 +453,8 @@ def study_markdown(result, plot_files: list[Path]) -> str:
              f"{data['n_categories']} categories, {data['mean_labels_per_document']:.2f} labels and "
              f"{data['mean_features_per_document']:.1f} distinct features per document. "
              f"Seed {result.config.seed}." +
-             (f" Train/test split: {plain(data['split'])}." if data.get("split") else ""), "",
+             (f" Train/test split: {plain(data['split'])}." if data.get("split") else "") +
+             (f" {plain(data['text_features']['sentence'])}" if data.get("text_features") else ""), "",
              *_streaming_lines(data.get("streaming")),
              *_models_markdown(result),
              "## Summary", "",
@@ -393,7 +465,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
     untestable = table.index[table["excluded"] == "no test positive or negative"] if "excluded" in table else []
     if len(untestable):
         lines.append(f"- {len(untestable)} categories left out of the macro averages (no positive or no negative "
-                     f"test document): {', '.join(plain(result.category_names[k]) for k in untestable)}")
+                     f"test document): {listed_names(result.category_names, untestable, is_large(result))}")
     for run in result.models:
         line = _untrainable_line(run, result.category_names, result.config)
         if line:
@@ -409,6 +481,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
                          "Bayes); their softmax is its posterior P(c | x), so its accuracy, log loss, calibration "
                          "and expected accuracy are defined as for logistic regression, and its per-class "
                          "rankings use the class log-odds J_c − logsumexp of the others")
+    lines += ranking_markdown(result) + bands_markdown(result) + top_bottom_markdown(result)
     for comparison in result.comparisons:
         lines += ["", comparison_markdown(comparison, report.top_differences)]
         differences = largest_differences(comparison, report.top_differences)

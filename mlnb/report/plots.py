@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from mlnb import plot
+from mlnb.metrics.bands import BANDS, band_summary, frequency_bands
 from mlnb.plot import log_scale as _log_scale
 from mlnb.report.style import model_colors
 from mlnb.study import StudyResult
@@ -110,8 +111,57 @@ def calibration(result: StudyResult, path: Path) -> Path:
     return _save_laid_out(figure, path)
 
 
+def _frequency_bins(positives: np.ndarray) -> np.ndarray:
+    """Bin of each category by training positives, log-spaced: 0 (none), then [1, 2), [2, 4), [4, 8), …
+    (powers of 2), so that each bin of the long tail holds categories of the same order of frequency."""
+    positives = np.asarray(positives, dtype=np.float64)
+    return np.where(positives > 0, np.floor(np.log2(np.maximum(positives, 1))).astype(np.int64) + 1, 0)
+
+
+def _bin_label(b: int) -> str:
+    return "0" if b == 0 else (f"{2 ** (b - 1):,}" if b == 1 else f"{2 ** (b - 1):,}–{2 ** b - 1:,}")
+
+
+def _binned_auc_by_frequency(result: StudyResult, path: Path) -> Path:
+    """``auc_by_frequency`` of a large label space: categories binned by training positives (powers of 2),
+    each model's median AUC per bin (line) and interquartile range (band); below, the categories with a test
+    AUC per bin."""
+    fig, (top, bottom) = _figure(2, 1, figsize=(8, 6), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    bins = _frequency_bins(result.train_positives)
+    present = np.unique(bins)
+    colors = study_colors(result)
+    counted = np.zeros(present.size)
+    for run in result.models:
+        auc = run.evaluation.per_category["auc"].to_numpy(np.float64)
+        stats = np.full((3, present.size), np.nan)
+        for i, b in enumerate(present):
+            values = auc[(bins == b) & np.isfinite(auc)]
+            counted[i] = max(counted[i], values.size)
+            if values.size:
+                stats[:, i] = np.percentile(values, [25, 50, 75])
+        top.fill_between(np.arange(present.size), stats[0], stats[2], color=colors[run.name], alpha=0.2, lw=0)
+        top.plot(np.arange(present.size), stats[1], "-o", ms=3, color=colors[run.name], label=f"{run.name}: median")
+    top.axhline(0.5, ls="--", color="gray", lw=1, label="chance")
+    top.set_ylabel("test AUC (median; band: 25th–75th percentile)")
+    top.set_title(f"AUC against category training frequency, {len(bins):,} categories binned by training "
+                  "positives", fontsize=10)
+    top.grid(alpha=0.3)
+    top.legend(fontsize=8, loc="lower right")
+    bottom.bar(np.arange(present.size), counted, color="gray")
+    _log_scale(bottom, "y", counted)
+    bottom.set_ylabel("categories\nwith a test AUC", fontsize=8)
+    bottom.set_xticks(np.arange(present.size))
+    bottom.set_xticklabels([_bin_label(b) for b in present], rotation=45, ha="right", fontsize=8)
+    bottom.set_xlabel("training documents in the category (bins of powers of 2)")
+    bottom.grid(alpha=0.3, axis="y")
+    return _save(fig, path)
+
+
 def auc_by_frequency(result: StudyResult, path: Path) -> Path:
-    """Per-category AUC against the number of training positives (log scale), per model."""
+    """Per-category AUC against the number of training positives (log scale), per model; above
+    ``mlnb.plot.DENSE_ABOVE`` categories binned by training positives (``_binned_auc_by_frequency``)."""
+    if len(result.train_positives) > plot.DENSE_ABOVE:
+        return _binned_auc_by_frequency(result, path)
     fig, ax = _figure(figsize=(7, 4.5))
     positives = np.maximum(result.train_positives, 0.8)  # categories without positives at the left edge
     colors = study_colors(result)
@@ -134,9 +184,12 @@ def auc_by_frequency(result: StudyResult, path: Path) -> Path:
 def auc_difference(comparison, path: Path, colors: tuple[str, str]) -> Path:
     """AUC(a) − AUC(b) per category, categories ordered by training frequency; bars of
     categories whose DeLong test is significant after Holm take the colour of the model that
-    is higher (``colors`` = a's, b's)."""
+    is higher (``colors`` = a's, b's). Above ``mlnb.plot.DENSE_ABOVE`` tested categories a bar each is a blur:
+    ``_binned_auc_difference`` instead."""
     table = comparison.table.sort_values("train_pos", kind="stable")
     table = table[table["difference"].notna()]
+    if len(table) > plot.DENSE_ABOVE:
+        return _binned_auc_difference(comparison, table, path, colors)
     difference = table["difference"].to_numpy()
     significant = (table["p_holm"] < comparison.alpha).to_numpy()
     x = np.arange(len(table))
@@ -168,6 +221,61 @@ def auc_difference(comparison, path: Path, colors: tuple[str, str]) -> Path:
     ax.grid(alpha=0.3, axis="y")
     ax.legend(handles=handles, fontsize=8)
     return _save(fig, path)
+
+
+def _binned_auc_difference(comparison, table, path: Path, colors: tuple[str, str]) -> Path:
+    """``auc_difference`` of a large label space: the tested categories binned by training positives (powers
+    of 2); above, the median AUC(a) − AUC(b) of each bin with its interquartile range; below, the categories
+    of each bin where a is significantly higher (up) and where b is (down; Holm), as shares of the bin."""
+    fig, (top, bottom) = _figure(2, 1, figsize=(10, 6.5), gridspec_kw={"height_ratios": [3, 2]}, sharex=True)
+    bins = _frequency_bins(table["train_pos"].to_numpy(np.float64))
+    present = np.unique(bins)
+    difference = table["difference"].to_numpy(np.float64)
+    significant = (table["p_holm"] < comparison.alpha).to_numpy()
+    x = np.arange(present.size)
+    quartiles = np.array([np.percentile(difference[bins == b], [25, 50, 75]) for b in present]).T
+    top.fill_between(x, quartiles[0], quartiles[2], color="gray", alpha=0.25, lw=0, label="25th–75th percentile")
+    top.plot(x, quartiles[1], "-o", ms=3, color="black", label="median")
+    top.axhline(0, color="black", lw=0.8)
+    top.set_ylabel(f"AUC({comparison.name_a}) − AUC({comparison.name_b})")
+    top.grid(alpha=0.3)
+    top.legend(fontsize=8)
+    size = np.array([np.sum(bins == b) for b in present])
+    a_higher = np.array([np.sum(significant & (difference > 0) & (bins == b)) for b in present])
+    b_higher = np.array([np.sum(significant & (difference < 0) & (bins == b)) for b in present])
+    # shares of each bin: counts would let the tail's tens of thousands hide every significant bar
+    bottom.bar(x, 100 * a_higher / size, color=colors[0],
+               label=f"{comparison.name_a} significantly higher ({a_higher.sum():,} categories)")
+    bottom.bar(x, -100 * b_higher / size, color=colors[1],
+               label=f"{comparison.name_b} significantly higher ({b_higher.sum():,} categories)")
+    bottom.axhline(0, color="black", lw=0.8)
+    reach = max(1.0, 100 * float(np.max(np.r_[a_higher / size, b_higher / size]))) * 1.1
+    bottom.set_ylim(-reach, reach)
+    bottom.yaxis.set_major_formatter(lambda value, _: f"{abs(value):g}%")
+    bottom.set_ylabel(f"share of the bin\n(up: {comparison.name_a}, down: {comparison.name_b})", fontsize=8)
+    bottom.set_xticks(x)
+    bottom.set_xticklabels([f"{_bin_label(b)}\n({n:,})" for b, n in zip(present, size)], rotation=45, ha="right",
+                           fontsize=7)
+    bottom.set_xlabel("training documents in the category (bins of powers of 2; in brackets: categories tested)")
+    bottom.grid(alpha=0.3, axis="y")
+    bottom.legend(fontsize=7, loc="upper left")
+    sign = comparison.sign
+    top.set_title(f"{comparison.name_a}: {comparison.label_a}\n{comparison.name_b}: {comparison.label_b}\n"
+                  f"{len(table):,} categories: {comparison.name_a} higher in {sign.wins:,}, lower in {sign.losses:,}; "
+                  f"sign test p = {sign.p_value:.2g}; Holm p < {comparison.alpha:g} counts as significant", fontsize=9)
+    return _save(fig, path)
+
+
+def precision_at_k_by_band(result: StudyResult, path: Path) -> Path | None:
+    """Each frequency band's contribution to every model's P@k (``mlnb.plot.precision_at_k_by_band``, the
+    bands of ``mlnb.metrics.bands``); None without ranking metrics."""
+    by_band = {run.name: run.ranking["by_band"] for run in result.models if run.ranking.get("by_band")}
+    if not by_band or not result.ranking_ks:
+        return None
+    sizes = band_summary(result.train_positives, frequency_bands(result.train_positives))
+    figure = plot.precision_at_k_by_band(by_band, result.ranking_ks[-1], colors=study_colors(result),
+                                         categories={band: sizes[band]["categories"] for band in BANDS})
+    return _save_laid_out(figure, path)
 
 
 def sweep_plot(sweep, path: Path) -> Path | None:

@@ -3,7 +3,10 @@
 Layout of ``<root>/<name>/<timestamp>/`` for a run::
 
     config.toml          the resolved config (loads again to the same study)
-    summary.json         averages per model, comparisons, timings, data shape, seed, versions, git commit
+    summary.json         averages per model, comparisons, timings, data shape, seed, versions, git commit;
+                         multilabel, each model's ranking metrics at k (``ranking``) and ``ranking_at_k``;
+                         the frequency bands (``bands``), each model's macro averages per band (``by_band``)
+                         and each band's contribution to P@j (``ranking_by_band``; ``mlnb.metrics.bands``)
     metrics.csv          one row per model × category
     comparison.csv       AUC difference test per compared pair × category (column test: delong or permutation)
     curves/roc_grid.csv  TPR and ROC lift on the FPR grid, per model × category
@@ -34,8 +37,10 @@ import pandas as pd
 from mlnb import timings
 from mlnb.config import config_dict, dump_toml, toml_value
 from mlnb.errors import MlnbWarning
+from mlnb.metrics.bands import LARGE_LABEL_SPACE, band_summary, frequency_bands, macro_by_band
 from mlnb.report import drawing  # mlnb.report.plots (matplotlib) where a figure is drawn: not for a run without plots
 from mlnb.report.folder import atomic_folder
+from mlnb.report.band_tables import BAND_RULE
 from mlnb.report.markdown import comparison_markdown, plain, study_markdown
 from mlnb.report.provenance import json_safe, provenance, with_absolute_paths
 from mlnb.report.tables import confusion_frame, curve_frames, decisions_frame, markdown_table, metrics_frame
@@ -80,6 +85,7 @@ def _write_json(path: Path, summary: dict) -> None:
 
 def _summary_json(result: StudyResult, command: str | None, quick: bool = False) -> dict:
     names = result.category_names
+    bands = frequency_bands(result.train_positives)
     models = {}
     for run in result.models:
         untrainable = getattr(run.model, "untrainable_categories_", [])
@@ -94,6 +100,11 @@ def _summary_json(result: StudyResult, command: str | None, quick: bool = False)
             "calibration": None if run.calibration is None else run.calibration.method,
             "intervals": {metric: list(bounds) for metric, bounds in run.intervals.items()},
         }
+        if result.ranking_ks:  # multilabel, eval.ranking_k > 0: the ranking metrics at k, their intervals
+            models[run.name] |= {"ranking": run.ranking["metrics"], "ranking_intervals": run.ranking["intervals"]}
+        models[run.name]["by_band"] = macro_by_band(run.evaluation.per_category, bands)  # ``mlnb.metrics.bands``
+        if run.ranking.get("by_band"):  # each band's contribution to P@j: the bands add up to P@j
+            models[run.name]["ranking_by_band"] = run.ranking["by_band"]
     baselines = result.models[0].evaluation.baselines if result.models else {}
     config = with_absolute_paths(result.config)  # as config.toml saves it: it re-runs from any folder
     return {"name": result.config.name, "seed": result.config.seed, "data_seed": result.config.data_seed(),
@@ -102,8 +113,19 @@ def _summary_json(result: StudyResult, command: str | None, quick: bool = False)
             "timings": result.timings.table() if result.timings is not None else [],  # seconds per stage
             "confidence": result.config.eval.confidence,
             "comparisons": [comparison.summary() for comparison in result.comparisons],
+            "bands": {"rule": BAND_RULE, "categories": band_summary(result.train_positives, bands)},
+            **({"ranking_at_k": _ranking_settings(result)} if result.ranking_ks else {}),
             "quick": quick, "left_out": left_out(result.config),  # what a full run adds: ``QUICK``
             **provenance(command, config, result.data_fingerprint), "config": config_dict(config)}
+
+
+def _ranking_settings(result: StudyResult) -> dict:
+    """How the ranking metrics at k were measured, and the paired comparisons of the best model by P@1."""
+    ev = result.config.eval
+    return {"k": ev.ranking_k, "ks": list(result.ranking_ks),
+            "propensities": {"A": ev.propensity_a, "B": ev.propensity_b} if result.ranking_propensity_scored
+            else None, "bootstrap": ev.bootstrap, "confidence": ev.confidence,
+            "comparisons": result.ranking_comparisons}
 
 
 def comparison_frame(comparisons) -> pd.DataFrame:
@@ -157,6 +179,8 @@ def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
         figures += [(plots.auc_scatter, (slim, comparison, folder / f"auc_scatter_{pair}.png")),
                     (plots.auc_difference, (comparison, folder / f"auc_difference_{pair}.png",
                                             (colors[comparison.name_a], colors[comparison.name_b])))]
+    if len(result.category_names) > LARGE_LABEL_SPACE and result.ranking_ks:  # where P@k comes from, by band
+        figures.append((plots.precision_at_k_by_band, (slim, folder / "precision_at_k_by_band.png")))
     if len(result.category_names) == 1:  # a point (or bar) per category is one number of the tables: not drawn
         per_category = (plots.accuracy_per_category, plots.auc_by_frequency, plots.auc_scatter, plots.auc_difference)
         figures = [(function, arguments) for function, arguments in figures if function not in per_category]

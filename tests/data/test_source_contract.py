@@ -118,6 +118,8 @@ STREAMED = {
                                         test_labels_path="test-labels.csv", label_separator="|"), {}, {}),
     "shards": ("shards", dict(path="shards"), dict(test_fraction=0.25), {}),
     "shards test folder": ("shards", dict(path="train-shards", test_path="test-shards"), {}, {}),
+    "long_tail, generated": ("long_tail", dict(n_documents=600, n_features=300, n_categories=40,
+                                               words_per_document=12), dict(test_fraction=0.3), {}),
 }
 _PATH_KEYS = ("path", "test_path", "folder", "train_path", "xml_path", "data_home", "labels_path", "test_labels_path")
 

@@ -198,7 +198,7 @@ PLACES = {
     "shards": {"shard": _shards_file, "manifest": _shards_manifest},
 }
 #: sources that read no file
-FILELESS = {"synthetic", "bundled"}
+FILELESS = {"synthetic", "bundled", "long_tail"}
 CASES = [(source, where, kind) for source, places in PLACES.items() for where in places for kind in KINDS]
 
 
