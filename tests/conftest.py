@@ -1,5 +1,6 @@
 """Shared fixtures: a small synthetic corpus and the real data beside the project."""
 
+import json
 import os
 import subprocess
 import sys
@@ -103,9 +104,38 @@ def pytest_collection_modifyitems(config, items):
         if prefix is not None:
             item.add_marker(pytest.mark.slow)
             matched.add(prefix)
-    whole_suite = not config.args or [Path(arg).resolve() for arg in config.args] == [Path(config.rootpath, "tests")]
-    for prefix in sorted(set(SLOW) - matched) if whole_suite else ():
+    for prefix in sorted(set(SLOW) - matched) if _whole_suite(config) else ():
         warnings.warn(pytest.PytestWarning(f"tests/conftest.py SLOW: {prefix!r} names no test"), stacklevel=1)
+
+
+#: a whole-suite session of at least this many selected tests compiles every kernel first (pytest_collection_finish)
+PRECOMPILE_FROM_TESTS = 100
+
+
+def _whole_suite(config) -> bool:
+    """Whether pytest was given no paths, or the tests folder itself (``-m`` and ``-k`` may still select)."""
+    return not config.args or [Path(arg).resolve() for arg in config.args] == [Path(config.rootpath, "tests")]
+
+
+def pytest_collection_finish(session):
+    """When the whole suite runs, compile every listed kernel combination into numba's cache before the first
+    test, in parallel processes, as the first `mlnb run` does (``mlnb.precompile.ensure_compiled``; nothing
+    to do where the cache already holds them). On a cold cache (a fresh CI checkout) the tests before the
+    first CLI study would otherwise compile their kernels one at a time in this process, on one core, each
+    inside whichever test first calls it. Targeted runs (a file, a few tests picked with -k) compile on use,
+    as before: the whole list would take longer than the kernels they call."""
+    if (not _whole_suite(session.config) or len(session.items) < PRECOMPILE_FROM_TESTS
+            or session.config.option.collectonly):
+        return
+    from mlnb import precompile
+
+    marker = precompile.ready_marker()
+    if marker is not None and not marker.exists():
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"compiling mlnb's kernels into numba's cache first, in "
+                                f"{precompile.worker_processes()} processes (once per change of the kernels)")
+    precompile.ensure_compiled()
 
 
 @pytest.fixture(scope="session")
@@ -139,3 +169,50 @@ def output_with_numba_threads():
         return done.stdout.split()
 
     return run
+
+
+# a small quickstart study with progress on (its results folder written), then LR fitted and fingerprinted
+# (multilabel with l1, multiclass) with progress off: its output's last line is JSON
+FRESH_AND_WARM_SCRIPT = """
+import hashlib, json, sys
+import numpy as np
+from mlnb import progress
+from mlnb.config import load_config
+from mlnb.data.synthetic import make_rcv1_like
+from mlnb.models.logistic import LogisticRegression
+from mlnb.report.results import write_results
+from mlnb.study import run_study
+progress.enable(True)
+config = load_config("configs/quickstart.toml", ["data.synthetic.n_documents=2000", "data.synthetic.n_features=2000",
+                                                  "eval.bootstrap=0", "report.plots=false"])
+folder = write_results(run_study(config), sys.argv[1])
+progress.enable(False)
+data = make_rcv1_like(n_documents=2000, n_features=1000, n_categories=20, seed=7)
+fits = [LogisticRegression(npasses=2, batch_size=300, l1=1e-6).fit(data.X_train, data.Y_train),
+        LogisticRegression(npasses=2, batch_size=300, task="multiclass").fit(
+            data.X_train, np.asarray(data.Y_train.argmax(axis=1)).ravel())]
+parts = [m.weights_.tobytes() + m.bias_.tobytes() for m in fits]
+parts += [fits[0].predict_proba(data.X_test).tobytes(), fits[0].predict_proba(data.X_test[:5]).tobytes()]
+print(json.dumps({"folder": str(folder), "fingerprint": hashlib.sha256(b"".join(parts)).hexdigest(),
+                  "losses": [r["train_loss"] for m in fits for r in m.history_]}))
+"""
+
+
+@pytest.fixture(scope="session")
+def first_and_warm_process(tmp_path_factory):
+    """Two processes, one after the other, on one NUMBA_CACHE_DIR that is empty before the first, each running
+    ``FRESH_AND_WARM_SCRIPT`` (the study first, so that the first process's study compiles what it calls):
+    the first compiles every kernel it calls, the second loads them all from the cache. Shared by
+    tests/test_timings.py (a first run's compiling apart) and tests/models/test_logistic.py (fresh and cached
+    machine code give the same bits), so that the suite compiles these kernels afresh once, not once each.
+    -> {"cache": the cache folder, "first" | "warm": (the script's JSON line as a dict, its stderr)}."""
+    folder = tmp_path_factory.mktemp("fresh-numba-cache")
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(folder / "numba-cache")}
+    found = {"cache": folder / "numba-cache"}
+    for name in ("first", "warm"):
+        done = subprocess.run([sys.executable, "-c", FRESH_AND_WARM_SCRIPT, str(folder / name)], capture_output=True,
+                              text=True, timeout=1200, env=environment, cwd=Path(__file__).resolve().parents[1],
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        found[name] = (json.loads(done.stdout.strip().splitlines()[-1]), done.stderr)
+    return found

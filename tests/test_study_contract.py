@@ -38,9 +38,12 @@ OPTIONS = {"logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"}
 EVENT_MODELS_TOO = {name: ("naive_bayes", {"event_model": f'"{name}"'}) for name in EVENT_MODELS if name != "multinomial"}
 # and the full-batch solver of a kind that has one: L-BFGS on gradients summed over the chunks, the same optimum
 FULL_BATCH = {"lbfgs": ("logistic", {"solver": '"lbfgs"', "l2": "0.01", "tol": "1e-8", "lbfgs_memory": "30"}),
-              # and SVRG: its minibatches in one order (no shuffle), its full passes summed over the chunks
-              "svrg": ("logistic", {"solver": '"svrg"', "l2": "0.01", "tol": "1e-6", "shuffle": "false",
-                                    "batch_size": "150"})}
+              # and SVRG: its minibatches in one order (no shuffle), its full passes summed over the chunks; a
+              # loose tol and 2 inner passes (~7 outer iterations, still stopped by tol): what is tested is
+              # equality between engines, not the optimum (tests/models/test_svrg.py), and every pass re-reads
+              # the corpus when streamed (tol 1e-6 and 8 inner passes took ~250 passes)
+              "svrg": ("logistic", {"solver": '"svrg"', "l2": "0.01", "tol": "1e-2", "svrg_inner_passes": "2",
+                                    "shuffle": "false", "batch_size": "150"})}
 MODELS = {**{kind: (kind, OPTIONS.get(kind, {})) for kind in STREAMING_KINDS}, **EVENT_MODELS_TOO, **FULL_BATCH}
 
 
@@ -112,7 +115,11 @@ def test_every_kind_and_event_model_gives_the_in_memory_answer(results, name, en
         assert other.evaluation.summary["macro_auc"] == pytest.approx(memory.evaluation.summary["macro_auc"],
                                                                       abs=0.02)
     if fits_from == "full_batch" and engine == "dask":  # gradients summed in the same pairwise tree: the same bits
-        np.testing.assert_array_equal(other.model.weights_, results["streamed"].model(name).model.weights_)
+        streamed = results["streamed"].model(name)
+        if KINDS[MODELS[name][0]].weights == "dense":
+            np.testing.assert_array_equal(other.model.weights_, streamed.model.weights_)
+        else:  # sparse weights (never V × K): the same counters give the same scores
+            np.testing.assert_array_equal(other.scores, streamed.scores)
 
 
 def test_scut_decisions_equal_on_every_engine(results):

@@ -197,38 +197,18 @@ def test_profile_covers_the_command_from_the_process_start(tmp_path):
     assert printed["total"] >= 0.9 * wall - 0.3, (printed, wall)
 
 
-FIRST_RUN = """
-import json, sys
-from mlnb import progress
-from mlnb.config import load_config
-from mlnb.report.results import write_results
-from mlnb.study import run_study
-progress.enable(True)
-config = load_config("configs/quickstart.toml", ["data.synthetic.n_documents=2000", "data.synthetic.n_features=2000",
-                                                  "eval.bootstrap=0", "report.plots=false"])
-folder = write_results(run_study(config), sys.argv[1])
-print(folder)
-"""
-
-
 @pytest.mark.slow
-def test_a_first_run_gives_the_fit_seconds_of_a_warm_run_and_its_compiling_apart(tmp_path):
-    """In a fresh numba cache (minutes: every kernel compiles), then again on that cache: the first run's fit
-    seconds leave the compiling out (within 30 % of the warm run's), report it apart, and print no ETA
-    that includes it."""
-    import os
+def test_a_first_run_gives_the_fit_seconds_of_a_warm_run_and_its_compiling_apart(first_and_warm_process):
+    """In a fresh numba cache (minutes: every kernel compiles), then again on that cache (the two processes of
+    the ``first_and_warm_process`` fixture, tests/conftest.py): the first run's fit seconds leave the compiling
+    out (within 30 % of the warm run's), report it apart, and print no ETA that includes it."""
     import re
-    import subprocess
-    import sys
 
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     runs = []
     for name in ("first", "warm"):
-        done = subprocess.run([sys.executable, "-c", FIRST_RUN, str(tmp_path / name)], capture_output=True,
-                              text=True, timeout=1200, env=environment)
-        assert done.returncode == 0, done.stderr
-        folder = Path(done.stdout.strip().splitlines()[-1])
-        runs.append((json.loads((folder / "summary.json").read_text()), done.stderr, (folder / "report.md").read_text()))
+        printed, stderr = first_and_warm_process[name]
+        folder = Path(printed["folder"])
+        runs.append((json.loads((folder / "summary.json").read_text()), stderr, (folder / "report.md").read_text()))
     (first, first_err, first_report), (warm, _, _) = runs
     for model in ("nb", "lr"):
         assert first["models"][model]["compile_seconds"] > 1.0, model  # it compiled

@@ -526,33 +526,16 @@ def test_same_results_for_one_and_two_numba_threads():
     assert one[1] == two[1]
 
 
-def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(tmp_path):
+def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(first_and_warm_process):
     """The first process compiles the kernels into an empty NUMBA_CACHE_DIR, the second loads them
     from it: the same weights, losses and probabilities (with fastmath=True they differed in the
-    last bits, so a user's first run disagreed with every later one; see mlnb._numba.IEEE)."""
-    script = textwrap.dedent("""
-        import hashlib, numpy as np
-        from mlnb.data.synthetic import make_rcv1_like
-        from mlnb.models.logistic import LogisticRegression
-        data = make_rcv1_like(n_documents=2000, n_features=1000, n_categories=20, seed=7)
-        fits = [LogisticRegression(npasses=2, batch_size=300, l1=1e-6).fit(data.X_train, data.Y_train),
-                LogisticRegression(npasses=2, batch_size=300, task="multiclass").fit(
-                    data.X_train, np.asarray(data.Y_train.argmax(axis=1)).ravel())]
-        parts = [m.weights_.tobytes() + m.bias_.tobytes() for m in fits]
-        parts += [fits[0].predict_proba(data.X_test).tobytes(), fits[0].predict_proba(data.X_test[:5]).tobytes()]
-        print(hashlib.sha256(b"".join(parts)).hexdigest(), [r["train_loss"] for m in fits for r in m.history_])
-    """)
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-
-    def run():
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
-                              check=False)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    fresh = run()
-    assert any(tmp_path.rglob("*.nbc")), "the first run should have filled the empty cache"
-    assert run() == fresh
+    last bits, so a user's first run disagreed with every later one; see mlnb._numba.IEEE). The two
+    processes (the ``first_and_warm_process`` fixture, tests/conftest.py, shared with a test of the first
+    run's timings) fit LR multilabel with l1 and multiclass after a small study."""
+    (fresh, _), (cached, _) = first_and_warm_process["first"], first_and_warm_process["warm"]
+    assert any(first_and_warm_process["cache"].rglob("*.nbc")), "the first run should have filled the empty cache"
+    assert len(fresh["losses"]) == 4 and all(np.isfinite(fresh["losses"]))  # 2 fits × 2 passes
+    assert (cached["fingerprint"], cached["losses"]) == (fresh["fingerprint"], fresh["losses"])
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
