@@ -133,7 +133,7 @@ def _shape_of(A) -> tuple:
     return tuple(shape)
 
 
-def check_fit_shapes(X, Y) -> None:
+def check_fit_shapes(X, Y, dense_weights: bool = True) -> None:
     """What no single matrix check sees: a fit needs at least one document, one feature and (for
     a 0/1 matrix Y) one category. Without this, every kind failed its own way (ZeroDivisionError,
     ``range() arg 3 must not be zero``, or a 'fitted' model of nothing). ``partial_fit`` chunks
@@ -146,7 +146,7 @@ def check_fit_shapes(X, Y) -> None:
                         "least one")
     if len(Y_shape) == 2 and Y_shape[1] == 0:
         raise MlnbError(f"Y has 0 categories (shape {Y_shape}): fitting needs at least one")
-    if len(X_shape) == 2:
+    if len(X_shape) == 2 and dense_weights:  # a model whose weights are never V × K is not sized by them
         _check_model_size(X_shape[1], Y_shape[1] if len(Y_shape) == 2 else 1)
 
 

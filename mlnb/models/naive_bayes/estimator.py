@@ -550,7 +550,9 @@ def _models(names: list[str]) -> str:
     return "event_model=" + ", ".join(map(repr, names))
 
 
-def _describe(options: NaiveBayesOptions) -> str:
+def event_model_details(options) -> list[str]:
+    """The event model and those of its options that change its weights, as tables and legends name them
+    (the dense and the sparse kind alike): ['complement', 'normalised']."""
     model = REGISTERED[options.event_model]
     details = [options.event_model]
     if options.binarize and "binarize" in model.options and not model.presence:
@@ -559,6 +561,12 @@ def _describe(options: NaiveBayesOptions) -> str:
         details.append("normalised")
     if options.reference == "none" and "reference" in model.options:
         details.append("uncentred")
+    return details
+
+
+def _describe(options: NaiveBayesOptions) -> str:
+    model = REGISTERED[options.event_model]
+    details = event_model_details(options)
     if options.column_models and "column_models" in model.options:
         details.append(", ".join(options.column_models))
     if options.class_prior != "mle":

@@ -54,9 +54,9 @@ from sklearn.base import BaseEstimator
 from mlnb.data.limits import MAX_FEATURES
 from mlnb.data.validate import check_labels
 from mlnb.errors import MlnbError
-from mlnb.models._linear import _shape_of, as_csr_float32
+from mlnb.models._linear import as_csr_float32, check_fit_shapes
 from mlnb.models._sklearn import NotFittedError, SklearnClassifier, adapt
-from mlnb.models.naive_bayes.estimator import MODES, SMOOTHINGS, NaiveBayes
+from mlnb.models.naive_bayes.estimator import MODES, SMOOTHINGS, NaiveBayes, event_model_details
 from mlnb.models.naive_bayes.event_model import REGISTERED, Parameters, SparseForm, SparseQuantities, listed, reading
 from mlnb.models.naive_bayes.sparse_counts import SparseCounts
 from mlnb.models.registry import ModelKind
@@ -232,7 +232,7 @@ class SparseNaiveBayes(SklearnClassifier, BaseEstimator):
     # -- fitting: counters only --------------------------------------------------------------------------
     def fit(self, X, Y):
         """Count X (n × V, values ≥ 0) and Y (n × K, 0/1): the counters of one chunk."""
-        _check_fit_shapes(X, Y)
+        check_fit_shapes(X, Y, dense_weights=False)
         self._check_params()
         X, Y = self._check_chunk(X, Y)
         self.__dict__.pop("counts_", None)
@@ -538,19 +538,6 @@ class SparseNaiveBayes(SklearnClassifier, BaseEstimator):
 adapt(SparseNaiveBayes)
 
 
-def _check_fit_shapes(X, Y) -> None:
-    """A fit needs a document, a feature and a category: ``_linear.check_fit_shapes``'s words, without its
-    V × K memory check (these weights are never V × K)."""
-    X_shape, Y_shape = _shape_of(X), _shape_of(Y)
-    if len(X_shape) == 2 and X_shape[0] == 0:
-        raise MlnbError(f"X has 0 documents (shape {X_shape}): fitting needs at least one")
-    if len(X_shape) == 2 and X_shape[1] == 0:
-        raise MlnbError(f"X has 0 feature(s) (shape={X_shape}) while a minimum of 1 is required: fitting needs at "
-                        "least one")
-    if len(Y_shape) == 2 and Y_shape[1] == 0:
-        raise MlnbError(f"Y has 0 categories (shape {Y_shape}): fitting needs at least one")
-
-
 # -- sums over the pairs that occur and over the words' totals ---------------------------------------------------
 def _pair_sums(form: SparseForm, counts, totals: np.ndarray, per_category: dict,
                parameters: Parameters) -> np.ndarray:
@@ -628,15 +615,7 @@ def _top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 # -- as a model kind (registered in mlnb/models/__init__.py) -------------------------------------------------
 def _describe(options: SparseNaiveBayesOptions) -> str:
-    model = REGISTERED[options.event_model]
-    details = [options.event_model]
-    if options.binarize and "binarize" in model.options and not model.presence:
-        details.append("binarized")
-    if options.norm and "norm" in model.options:
-        details.append("normalised")
-    if options.reference == "none" and "reference" in model.options:
-        details.append("uncentred")
-    return f"Naive Bayes, sparse counters ({', '.join(details)})"
+    return f"Naive Bayes, sparse counters ({', '.join(event_model_details(options))})"
 
 
 def _presence_of(options) -> bool:
