@@ -41,6 +41,7 @@ float32 rounding (the dense model's W is rounded to float32 and its sums accumul
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import warnings
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ from mlnb.data.validate import check_labels
 from mlnb.errors import MlnbError
 from mlnb.models._linear import as_csr_float32, check_fit_shapes
 from mlnb.models._sklearn import NotFittedError, SklearnClassifier, adapt
-from mlnb.models.naive_bayes.estimator import MODES, SMOOTHINGS, NaiveBayes, event_model_details
+from mlnb.models.naive_bayes.estimator import MODES, NaiveBayes, NaiveBayesOptions, event_model_details
 from mlnb.models.naive_bayes.event_model import REGISTERED, Parameters, SparseForm, SparseQuantities, listed, reading
 from mlnb.models.naive_bayes.sparse_counts import SparseCounts
 from mlnb.models.registry import ModelKind
@@ -79,25 +80,27 @@ def _sparse(names: list[str]) -> list[str]:
     return [name for name in names if name in SPARSE_EVENT_MODELS]
 
 
+def _dense_field(name: str):
+    """A copy of ``NaiveBayesOptions``'s field ``name``: its default, help and allowed values."""
+    return copy.copy(NaiveBayesOptions.__dataclass_fields__[name])
+
+
 @dataclass
 class SparseNaiveBayesOptions:
     event_model: str = option("multinomial", ", ".join(f"{name} ({REGISTERED[name].help})"
                                                        for name in SPARSE_EVENT_MODELS),
                               choices=SPARSE_EVENT_MODELS)
-    smoothing: str = option("additive", "additive alpha per word, or m-estimate m/|V| per word",
-                            choices=SMOOTHINGS)
-    alpha: float = option(0.5, "additive pseudo-count per word", min=0, exclusive_min=True)
-    m: float = option(1.0, "m-estimate total pseudo-count", min=0, exclusive_min=True)
+    # the options whose meaning and values are the dense kind's: its own fields
+    smoothing: str = _dense_field("smoothing")
+    alpha: float = _dense_field("alpha")
+    m: float = _dense_field("m")
     binarize: bool = option(False, "count word presence instead of counts (the RCV1 tutorial does), for "
                             f"{listed(_sparse(reading('binarize')))}; always on for "
                             f"{listed([name for name in SPARSE_EVENT_MODELS if REGISTERED[name].presence])}")
     mode: str = option("exact", "exact complement counts and priors, or the RCV1 tutorial's approximations "
                        f"({', '.join(_sparse(reading('mode')))})", choices=MODES)
-    norm: bool = option(False, "complement: normalise each category's weights (Rennie et al.'s WCNB)")
-    reference: str = option("corpus", "complement: subtract the weights of all training documents, a shift the "
-                            "same for every category of a document that makes scores comparable across "
-                            "documents (per-category AUC); 'none' = scikit-learn's ComplementNB weights",
-                            choices=("corpus", "none"))
+    norm: bool = _dense_field("norm")
+    reference: str = _dense_field("reference")
     max_count_memory: float = option(1024, "MiB the (word, category) counters may hold in memory while counting; "
                                      "beyond it they are aggregated out of core (DuckDB)", min=0,
                                      exclusive_min=True)
