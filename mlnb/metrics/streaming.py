@@ -17,7 +17,9 @@ scores and labels); three pieces turn them into the same ``Evaluation``:
   use, not the n × K file (whose pages stay in the system's page cache, reclaimable).
 * ``evaluate_spilled`` — reads the spill one category at a time (in a thread pool) for the
   exact per-category rank metrics (AUC, average precision, ROC and gains grids, exact curves),
-  exactly as ``evaluate`` computes them, and returns the same ``Evaluation``.
+  exactly as ``evaluate`` computes them, and returns the same ``Evaluation``. A category without
+  a test positive has none of them (NaN, as ``evaluate`` gives it): its column is not sorted, and
+  is read only for the pooled histogram and a column-wise decision rule.
 
 **What is exact and what is bounded.** Every per-category column, roc_tpr, gains, curves, the
 calibration table, the baselines and every summary key equal ``evaluate`` on the whole
@@ -413,7 +415,7 @@ class ScoreSpill:
                 _pwrite_all(fd, rows[k - first], (k * self._capacity + start) * itemsize)
 
         # blocks of categories transposed and written on every thread (the transposition is most of the
-        # time; the file's writes take turns): 8.4 → 4.1 ms for 20k documents × 103 categories on 2
+        # time; the file's writes take turns; measured by experiments/bench_scale.py)
         pieces = max(1, min(worker_threads(), K, S.size // WRITE_PIECE_VALUES))
         bounds = np.linspace(0, K, pieces + 1).astype(int)
         map_threads(write, list(zip(bounds[:-1], bounds[1:])))
@@ -610,6 +612,13 @@ class ScoreSpill:
         return y
 
 
+def _label_column(n: int, positions: np.ndarray) -> np.ndarray:
+    """(n,) bool, True at ``positions``."""
+    y = np.zeros(n, dtype=bool)
+    y[positions] = True
+    return y
+
+
 def _covering_grid(low: float, high: float, bins: int) -> Grid:
     """A linear grid over every finite pooled score [low, high], widened where float64 cannot cut that
     range into ``bins`` (one value, none, or a spread of a few ulps such as 0 and 5e-324): any grid
@@ -661,17 +670,25 @@ def evaluate_spilled(spill: ScoreSpill, category_names=None, roc_points: int = 1
     histograms = {}  # thread id -> (positives, negatives) of the pooled scores
     lock = threading.Lock()
     predicted, tp = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)  # decided_in_column's counts
+    positive_counts = spill.positive_counts
+    undefined = np.full(grid.shape, np.nan)  # one read-only row shared by the categories without a positive
+    undefined.flags.writeable = False
+    without_positive = (float("nan"), undefined, undefined, None, float("nan"))
 
     def work(k: int):
+        to_rank = positive_counts[k] > 0 or k in keep
+        if not (to_rank or pooled[k] or decided_in_column is not None):
+            return without_positive  # nothing of this column is counted: it is not read
         z = spill.scores_column(k)
         positions = np.asarray(spill.positives(k))
-        y = np.zeros(n, dtype=bool)
-        y[positions] = True
+        y = _label_column(n, positions) if to_rank or decided_in_column is not None else None
         if decided_in_column is not None:  # each k written by one thread only
             accepted = decided_in_column(k, z)
             predicted[k], tp[k] = accepted.size, np.count_nonzero(y[accepted])
-        # a curve holds ~n points: keep only the few asked for, or K of them would rival the scores
-        result = curve_parts(rank_curve(y, z), grid, k in keep)
+        # a category without a test positive has no AUC, AP, ROC or gains (NaN, as ``rank_parts`` gives them
+        # to ``evaluate``): its column is not sorted; at 100k long-tailed categories, 4 in 5 of them.
+        # A curve holds ~n points: keep only the few asked for, or K of them would rival the scores
+        result = curve_parts(rank_curve(y, z), grid, k in keep) if to_rank else without_positive
         if pooled[k]:
             with lock:  # one pair of histograms per thread: integer counts, so any split adds up the same
                 if threading.get_ident() not in histograms:

@@ -15,8 +15,8 @@ from mlnb.metrics.auc_permutation import PERMUTATION_MAX
 from mlnb.metrics.bands import LARGE_LABEL_SPACE
 from mlnb.report.band_tables import bands_markdown, is_large, listed_names, top_bottom_markdown
 from mlnb.report.escape import plain  # every name from the data or the config, as literal Markdown
-from mlnb.report.tables import (compiling_note, decision_rule_f1, largest_differences, markdown_table,
-                                probabilities_defined, summary_table)
+from mlnb.report.tables import (compiling_note, curves_left_out_sentence, decision_rule_f1, largest_differences,
+                                markdown_table, probabilities_defined, summary_table)
 
 
 def tests_used(comparison) -> str:
@@ -496,4 +496,6 @@ def study_markdown(result, plot_files: list[Path]) -> str:
               "`metrics.csv` (model × category), `curves/roc_grid.csv`, `curves/lift_grid.csv`, "
               "`comparison.csv` (pair × category), `summary.json`, `config.toml` "
               "(rerun with `mlnb run config.toml`)."]
+    if curves_left_out_sentence(result):
+        lines += ["", curves_left_out_sentence(result)]
     return "\n".join(lines) + "\n"

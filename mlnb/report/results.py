@@ -9,8 +9,8 @@ Layout of ``<root>/<name>/<timestamp>/`` for a run::
                          and each band's contribution to P@j (``ranking_by_band``; ``mlnb.metrics.bands``)
     metrics.csv          one row per model × category
     comparison.csv       AUC difference test per compared pair × category (column test: delong or permutation)
-    curves/roc_grid.csv  TPR and ROC lift on the FPR grid, per model × category
-    curves/lift_grid.csv cumulative gains and lift by depth, per model × category
+    curves/roc_grid.csv  TPR and ROC lift on the FPR grid, per model × category with a test positive and negative
+    curves/lift_grid.csv cumulative gains and lift by depth, per model × the same categories
     curves/calibration.csv reliability bins per model
     scores.npz           test labels and every model's test scores (``mlnb compare``)
     plots/*.png          per-category accuracy, ROC and lift of one category, calibration, AUC plots
@@ -330,6 +330,7 @@ def _schedule_line(curve) -> str:
 
 def write_curve(curve, root: str | Path = "results") -> Path:
     from mlnb.report import plots
+    from mlnb.report.ranking_points import curve_ranking_markdown, curve_ranking_plot, ranking_settings
 
     means = curve.table.groupby(["model", "size"])[list(curve.metrics)].mean().reset_index()
     lines = [f"# mlnb learning curve: {curve.config.name}", "",
@@ -342,12 +343,17 @@ def write_curve(curve, root: str | Path = "results") -> Path:
             lines.append(f"- {metric}: " + (", ".join(f"~{s:,.0f} training documents" for s in sizes) if sizes
                                              else "they do not cross in this range"))
         lines.append("")
+    lines += curve_ranking_markdown(curve)  # multilabel, eval.ranking_k > 0: P@j, nDCG@j, PSP@j per size
+    ranking = list(getattr(curve, "ranking_metrics", ()))
     summary = {"name": curve.config.name, "labels": curve.labels, "crossings": curve.crossings,
-               "seed": curve.config.seed, "config": config_dict(curve.config)}
+               "seed": curve.config.seed, "config": config_dict(curve.config),
+               **({"ranking_at_k": ranking_settings(curve.config, ranking)} if ranking else {})}
     return _write_study_folder(root, f"{curve.config.name}-curve", {"curve.csv": curve.table}, summary,
                                "\n".join(lines) + "\n",
                                [(f"curve_{m}.png", (lambda path, m=m: plots.learning_curve(curve, m, path)))
-                                for m in curve.metrics])
+                                for m in curve.metrics]
+                               + ([("curve_ranking.png", lambda path: curve_ranking_plot(curve, path))]
+                                  if ranking else []))
 
 
 def config_diff_markdown(comparison, diff) -> str:

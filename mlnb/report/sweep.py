@@ -3,12 +3,13 @@ runnable config, and its test metrics.
 
 Layout of ``<root>/<name>-sweep/<timestamp>/``::
 
-    sweep.csv      one row per setting (grid order): mean, sd, se, min, max of the metric over the repeats
+    sweep.csv      one row per setting (grid order): mean, sd, se, min, max of the metric over the repeats,
+                   the means of the other recorded metrics (multilabel: P@j, nDCG@j, PSP@j too)
     repeats.csv    one row per setting × validation repeat
     best.toml      the chosen setting's study config, every key written: `mlnb run best.toml` runs it
     test.csv       the chosen setting refitted on the whole training part, evaluated once on the test part
-    summary.json   grid, rule, chosen and best-mean settings, test metrics, provenance
-    plots/sweep.png, report.md
+    summary.json   grid, rule, chosen and best-mean settings, test metrics, ranking at k, provenance
+    plots/sweep.png, plots/sweep_ranking.png (multilabel, eval.ranking_k > 0), report.md
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from mlnb.report.escape import plain
 from mlnb.report.folder import atomic_folder
 from mlnb.report.plots import _figure, _save
 from mlnb.report.provenance import provenance, with_absolute_paths
+from mlnb.report.ranking_points import ranking_settings, sweep_ranking_markdown, sweep_ranking_plot
 from mlnb.report.results import _write_csv, _write_json
 from mlnb.report.tables import markdown_table
 
@@ -73,15 +75,18 @@ def _test_line(sweep, what: str) -> str:
     if not sweep.test:
         return "The chosen setting was not tested (sweep.test = false)."
     t = sweep.test
-    others = ", ".join(f"{m} {t[m]:.4f}" for m in t if m not in ("metric", "value", "n_train", "n_test",
-                                                                    "fit_seconds", sweep.metric))
+    # the ranking metrics have a sentence of their own in the "Ranking at k" section
+    left = ("metric", "value", "n_train", "n_test", "fit_seconds", sweep.metric, *sweep.ranking_metrics)
+    others = ", ".join(f"{m} {t[m]:.4f}" for m in t if m not in left)
     return (f"**Test** (refitted on all {t['n_train']} training documents, evaluated once on the {t['n_test']} test "
             f"documents): {what} **{t['value']:.4f}**" + (f"; {others}" if others else "") +
             f". Validation {what} of the same setting: {sweep.best[sweep.metric]:.4f} ± "
             f"{sweep.best[sweep.metric + '_sd']:.4f} (sd over {int(sweep.best['repeats'])} repeats).")
 
 
-def sweep_markdown(sweep) -> str:
+def sweep_markdown(sweep, plot: str | None = None, ranking_plot: str | None = None) -> str:
+    """report.md of a sweep; ``plot``: the main figure's path in the folder, shown after the table,
+    ``ranking_plot``: the ranking figure's, shown in the "Ranking at k" section."""
     keys = list(sweep.grid)
     metric = sweep.metric
     what = metric + (f" of category {sweep.category}" if sweep.category >= 0 else "")
@@ -101,12 +106,17 @@ def sweep_markdown(sweep) -> str:
                   "was chosen.", ""]
     lines += [_test_line(sweep, what), "", "`best.toml` is the chosen setting's config: `mlnb run best.toml` "
               "refits and reports it.", ""]
-    shown = sweep.table.drop(columns=["error"] if not sweep.table["error"].astype(bool).any() else [])
+    # the ranking metrics have a table of their own ("Ranking at k"): one wide table would not be read
+    shown = sweep.table.drop(columns=(["error"] if not sweep.table["error"].astype(bool).any() else [])
+                             + list(sweep.ranking_metrics))
     lines += [markdown_table(shown.set_index(keys[0])), ""]
     if metric in LOWER_IS_BETTER:
         lines += [f"Lower {metric} is better.", ""]
     lines += ["The repeats share most of their training documents: the standard errors understate how much a "
               "setting's metric would vary with a new training set.", ""]
+    if plot:
+        lines += [f"![sweep]({plot})", ""]
+    lines += sweep_ranking_markdown(sweep, ranking_plot)
     return "\n".join(lines)
 
 
@@ -125,12 +135,16 @@ def write_sweep(sweep, root: str | Path = "results", command: str | None = None)
                                       "repeats": sweep.best["repeats"]}]), folder / "test.csv")
         (folder / "plots").mkdir()
         made = spread_plot(sweep, folder / "plots" / "sweep.png")
+        ranked = sweep_ranking_plot(sweep, folder / "plots" / "sweep_ranking.png")
         summary = {"name": sweep.config.name, "model": sweep.model, "metric": sweep.metric,
                    "category": sweep.category, "grid": sweep.grid, "rule": sweep.rule,
                    "repeats": sweep.config.sweep.repeats, "best": sweep.best, "best_mean": sweep.best_mean,
                    "test": sweep.test, "n_fit": sweep.n_fit, "n_validation": sweep.n_validation,
+                   **({"ranking_at_k": ranking_settings(sweep.config, sweep.ranking_metrics)}
+                      if sweep.ranking_metrics else {}),
                    "seed": sweep.config.seed, **provenance(command), "config": config_dict(sweep.config)}
         _write_json(folder / "summary.json", summary)
-        report = sweep_markdown(sweep) + (f"\n![sweep](plots/{made.name})\n" if made is not None else "")
+        report = sweep_markdown(sweep, f"plots/{made.name}" if made is not None else None,
+                                f"plots/{ranked.name}" if ranked is not None else None)
         (folder / "report.md").write_text(report, encoding="utf-8")
     return staging.final

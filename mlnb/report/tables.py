@@ -128,21 +128,67 @@ def decisions_frame(result) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def curve_defined(evaluation) -> np.ndarray:
+    """(K,) bool: the categories with at least one positive and one negative test document, n_pos ≥ 1 and
+    n_neg ≥ 1, whose ROC (TPR against FPR = fp / n_neg) and lift are defined."""
+    table = evaluation.per_category
+    return (table["n_pos"].to_numpy() > 0) & (table["n_neg"].to_numpy() > 0)
+
+
 def curve_frames(result) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ROC on the FPR grid and lift by depth, one row per model × category × grid point."""
-    roc, lift = [], []
-    for run in result.models:
-        ev = run.evaluation
-        K, G = ev.roc_tpr.shape
-        category = np.repeat(np.arange(K), G)
-        x = np.tile(ev.grid, K)
-        roc_lift = np.hstack([np.full((K, 1), np.nan), ev.roc_lift]).ravel()
-        depth_lift = np.hstack([np.full((K, 1), np.nan), ev.depth_lift]).ravel()
-        roc.append(pd.DataFrame({"model": run.name, "category": category, "fpr": x,
-                                 "tpr": ev.roc_tpr.ravel(), "roc_lift": roc_lift}))
-        lift.append(pd.DataFrame({"model": run.name, "category": category, "depth": x,
-                                  "gains": ev.gains.ravel(), "lift": depth_lift}))
-    return pd.concat(roc, ignore_index=True), pd.concat(lift, ignore_index=True)
+    """ROC on the FPR grid and lift by depth, one row per model × category × grid point, for the categories
+    whose curves are defined (``curve_defined``); the others' rows, all NaN, are left out
+    (``curves_left_out_sentence``). Columns: roc — model, category, fpr, tpr, roc_lift = tpr / fpr (NaN at
+    fpr = 0); lift — model, category, depth, gains, lift = gains / depth (NaN at depth = 0).
+
+    Each column is one array filled model by model, then one DataFrame per table: at 100k categories the
+    tables hold millions of rows, and no per-model frame or concatenation copies them."""
+    shown = [np.flatnonzero(curve_defined(run.evaluation)) for run in result.models]
+    G = result.models[0].evaluation.grid.size if result.models else 0  # grid points, the same for every model
+    curves = sum(categories.size for categories in shown)  # (model, category) pairs
+    model = np.empty(curves * G, dtype=object)
+    category, x = np.empty(curves * G, dtype=np.int64), np.empty(curves * G, dtype=np.float64)
+    tpr, gains = np.empty((curves, G)), np.empty((curves, G))
+    roc_lift, depth_lift = np.empty_like(tpr), np.empty_like(gains)
+    start = 0
+    for run, categories in zip(result.models, shown):
+        ev, stop = run.evaluation, start + categories.size
+        model[start * G:stop * G] = run.name
+        category[start * G:stop * G] = np.repeat(categories, G)
+        x[start * G:stop * G] = np.tile(ev.grid, categories.size)
+        np.take(ev.roc_tpr, categories, axis=0, out=tpr[start:stop])
+        np.take(ev.gains, categories, axis=0, out=gains[start:stop])
+        for lift, values in ((roc_lift, tpr), (depth_lift, gains)):  # as Evaluation.roc_lift / depth_lift
+            lift[start:stop, 0] = np.nan
+            np.divide(values[start:stop, 1:], ev.grid[1:], out=lift[start:stop, 1:])
+        start = stop
+    roc = pd.DataFrame({"model": model, "category": category, "fpr": x, "tpr": tpr.ravel(),
+                        "roc_lift": roc_lift.ravel()}, copy=False)
+    lift = pd.DataFrame({"model": model, "category": category, "depth": x, "gains": gains.ravel(),
+                         "lift": depth_lift.ravel()}, copy=False)
+    return roc, lift
+
+
+def curves_left_out_sentence(result) -> str:
+    """'' when every category has defined curves; else which categories the curve tables leave out and why,
+    from the counts of the first model's test labels (the same for every model): those without a positive
+    test document (no TPR, no gains) and those without a negative one (no FPR; every depth's lift is 1)."""
+    if not result.models:
+        return ""
+    table = result.models[0].evaluation.per_category
+    n_pos, n_neg = table["n_pos"].to_numpy(), table["n_neg"].to_numpy()
+    left_out = int(np.count_nonzero((n_pos == 0) | (n_neg == 0)))
+    if not left_out:
+        return ""
+    without_positive, without_negative = int(np.count_nonzero(n_pos == 0)), int(np.count_nonzero(n_neg == 0))
+    if without_positive and without_negative:
+        why = (f" ({without_positive:,} without a positive test document, {without_negative:,} without a negative "
+               "one)")
+    else:
+        why = f", without a {'positive' if without_positive else 'negative'} test document,"
+    return (f"`curves/roc_grid.csv` and `curves/lift_grid.csv` hold the {len(table) - left_out:,} of "
+            f"{len(table):,} categories with both a positive and a negative test document; the other "
+            f"{left_out:,}{why} are left out: a ROC curve needs both.")
 
 
 def largest_differences(comparison, n: int) -> pd.DataFrame:

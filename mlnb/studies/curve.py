@@ -10,6 +10,11 @@ each metric's mean over the seeds, with the min–max spread, and where the mean
 curves of each compared pair (``report.compare``) cross:
 Naive Bayes tends to approach its (higher) asymptotic error sooner, logistic
 regression to overtake it with more data.
+
+Multilabel, ``eval.ranking_k`` = k > 0: every row also records the model's ranking metrics at k on the
+test part, P@j, nDCG@j and PSP@j at the cut-offs j of ``ranking_cutoffs(k)`` (``mlnb.studies.ranking``: the
+functions ``mlnb run`` uses; the propensities from the sample's own training counts), with their mean
+curves' crossings like the summary metrics'. Multiclass records none, as the run measures none.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from mlnb.errors import MlnbError
 from mlnb.backends import LocalBackend, open_backend
 from mlnb.data.hashing import hash_unit
 from mlnb.engine.documents import PURPOSES, Bucket
+from mlnb.studies.ranking import ranking_columns, ranking_of_loop
 from mlnb.study import model_labels, open_documents, run_on
 from mlnb.work import check_work, curve_work
 
@@ -58,6 +64,8 @@ class CurveResult:
     labels: dict  # model name -> label
     crossings: dict  # "a-vs-b" -> {metric -> training sizes where the mean curves of a and b cross}
     metrics: tuple = CURVE_METRICS  # the summary metrics recorded per model × size × seed
+    # the ranking metrics at k recorded per model × size × seed (P@j, nDCG@j, PSP@j; ``mlnb.studies.ranking``)
+    ranking_metrics: tuple = ()
 
 
 def crossings(sizes: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -116,7 +124,7 @@ def run_curve(config: StudyConfig) -> CurveResult:
     ids = _training_ids(train)
     sizes = training_sizes(config.curve.sizes, ids.size)
     jobs = [(size, seed) for size in sizes for seed in range(config.curve.seeds)]
-    metrics = curve_metrics(config.task)
+    metrics, ranking = curve_metrics(config.task), ranking_columns(config)
     rows = []
     with open_backend(config.engine) if config.data.streaming else LocalBackend() as backend:
         for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
@@ -126,18 +134,23 @@ def run_curve(config: StudyConfig) -> CurveResult:
             sized = scheduled(config, size, ids.size)
             loop = run_on(sized, sample, test, curve_categories=[], seed=config.seed * 1_000 + seed,  # training
                           backend=backend)
-            loop.scored.close()
+            try:  # the rankings read the scores, in memory or spilled, before they are let go
+                ranked = ranking_of_loop(sized, loop)
+            finally:
+                loop.scored.close()
             for run in loop.runs:
                 options = sized.models[run.name].options
                 rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
                              "batch_size": getattr(options, "batch_size", np.nan),
                              "npasses": getattr(options, "npasses", np.nan),
-                             **{m: run.evaluation.summary[m] for m in metrics}})
+                             **{m: run.evaluation.summary[m] for m in metrics}, **ranked[run.name]})
     table = pd.DataFrame(rows)
-    means = table.groupby(["model", "size"])[list(metrics)].mean()
+    crossed = list(metrics) + list(ranking)
+    means = table.groupby(["model", "size"])[crossed].mean()
     found = {}
     for name_a, name_b in config.compared_pairs():
         found[f"{name_a}-vs-{name_b}"] = {
             metric: crossings(np.array(sizes), means.loc[name_a][metric].to_numpy(),
-                              means.loc[name_b][metric].to_numpy()) for metric in metrics}
-    return CurveResult(config=config, table=table, labels=model_labels(config), crossings=found, metrics=metrics)
+                              means.loc[name_b][metric].to_numpy()) for metric in crossed}
+    return CurveResult(config=config, table=table, labels=model_labels(config), crossings=found, metrics=metrics,
+                       ranking_metrics=ranking)

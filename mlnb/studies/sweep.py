@@ -27,6 +27,12 @@ documents, so se understates the spread a new training set would give: it is a l
 The test part is read once, after the choice (``sweep.test``): the chosen setting's config
 (written as ``best.toml``) is refitted on the whole training part and evaluated on the test part
 by the same loop, as ``mlnb run best.toml`` would evaluate it.
+
+Multilabel, ``eval.ranking_k`` = k > 0: every row also records the ranking metrics at k of the deciding
+model, P@j, nDCG@j and PSP@j at the cut-offs j of ``ranking_cutoffs(k)`` (``mlnb.studies.ranking``: the
+functions ``mlnb run`` uses, on the point's own validation documents and training counts), averaged over
+the repeats like the other recorded metrics; the test of the chosen setting records them on the test part,
+equal to those of ``mlnb run best.toml``.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from mlnb.engine.documents import Bucket, InMemoryDocuments
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
+from mlnb.studies.ranking import ranking_columns, ranking_of_loop
 from mlnb.study import in_memory_documents, open_documents, prepare_data, run_on
 from mlnb.work import check_work, sweep_work
 
@@ -85,6 +92,8 @@ class SweepResult:
     best_mean: dict = field(default_factory=dict)  # the row with the best mean (the same as best under 'best')
     best_config: StudyConfig | None = None  # the chosen setting's config: best.toml
     test: dict = field(default_factory=dict)  # the chosen setting refitted and tested once (sweep.test)
+    # the ranking metrics at k every row records (P@j, nDCG@j, PSP@j; ``mlnb.studies.ranking``), () if none
+    ranking_metrics: tuple = ()
 
 
 def _settings(grid: dict, samples: int, seed: int) -> list[dict]:
@@ -196,7 +205,8 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     for _, setting_config in settings:
         _check_keys_matter(grid, setting_config, model)
     check_work(config, sweep_work(config, len(settings), model, [c for _, c in settings]), "sweep")  # and passes
-    recorded = _summary_metrics(config)
+    summarised, ranking = _summary_metrics(config), ranking_columns(config)
+    recorded = summarised + ranking
     long_rows, n_fit, n_validation = [], None, None
     jobs = [(i, r) for i in range(len(settings)) for r in range(s.repeats)]
     with open_backend(config.engine) if streamed else LocalBackend() as backend:
@@ -210,13 +220,17 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
             except MlnbError as error:  # e.g. a learning rate that overflows: record it, go on
                 long_rows.append({**row, "error": str(error)})
                 continue
-            loop.scored.close()
+            try:  # the rankings read the scores, in memory or spilled, before they are let go
+                ranked = ranking_of_loop(setting_config, loop)[model]
+            finally:
+                loop.scored.close()
             (run,) = loop.runs
             if r == 0:
                 n_fit, n_validation = loop.n_train, loop.scored.n_documents
             evaluation = run.evaluation
-            long_rows.append({**row, **{m: float(evaluation.summary.get(m, np.nan)) for m in recorded},
-                              s.metric: _value(evaluation, s.metric, s.category), "fit_seconds": run.fit_seconds})
+            long_rows.append({**row, **{m: float(evaluation.summary.get(m, np.nan)) for m in summarised},
+                              **ranked, s.metric: _value(evaluation, s.metric, s.category),
+                              "fit_seconds": run.fit_seconds})
     repeats = pd.DataFrame(long_rows)
     if repeats[s.metric].isna().all():
         raise MlnbError(f"sweep: no setting could be scored ({repeats['error'].iloc[0] or 'metric undefined'})")
@@ -230,10 +244,11 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     best_config = settings[chosen][1]
     result = SweepResult(config=config, grid=grid, model=model, metric=s.metric, category=s.category, table=table,
                          best=dict(table.iloc[chosen]), n_fit=int(n_fit or 0), n_validation=int(n_validation or 0),
-                         repeats=repeats, rule=s.rule, best_mean=dict(table.iloc[best_mean]), best_config=best_config)
+                         repeats=repeats, rule=s.rule, best_mean=dict(table.iloc[best_mean]), best_config=best_config,
+                         ranking_metrics=ranking)
     if s.test:
         result.test = refit_and_test(best_config, model, s.metric, s.category, dataset if not streamed else None,
-                                   recorded)
+                                     summarised)
     return result
 
 
@@ -263,8 +278,9 @@ def _per_setting(repeats: pd.DataFrame, settings: list, metric: str, recorded: t
 
 
 def refit_and_test(config: StudyConfig, model: str, metric: str, category: int, dataset: Dataset | None,
-                 recorded: tuple) -> dict:
-    """The chosen setting refitted on the whole training part, evaluated once on the test part."""
+                   recorded: tuple) -> dict:
+    """The chosen setting refitted on the whole training part, evaluated once on the test part: the deciding
+    metric, the ``recorded`` summary metrics and (multilabel) the ranking metrics at k of ``ranking_columns``."""
     if dataset is not None:
         features = FeatureTransform(config.features.transform, config.features.min_df, config.features.max_features)
         features.fit(dataset.X_train)
@@ -275,11 +291,14 @@ def refit_and_test(config: StudyConfig, model: str, metric: str, category: int, 
         backend = None
     with (open_backend(config.engine) if backend is None else backend) as backend:
         loop = run_on(config, train, test, wanted=[model], backend=backend)
-        loop.scored.close()
+        try:
+            ranked = ranking_of_loop(config, loop)[model]
+        finally:
+            loop.scored.close()
     (run,) = loop.runs
     evaluation = run.evaluation
     return {"metric": metric, "value": _value(evaluation, metric, category),
-            **{m: float(evaluation.summary.get(m, np.nan)) for m in recorded},
+            **{m: float(evaluation.summary.get(m, np.nan)) for m in recorded}, **ranked,
             "n_train": int(loop.n_train), "n_test": int(loop.scored.n_documents), "fit_seconds": run.fit_seconds}
 
 

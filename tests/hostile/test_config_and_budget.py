@@ -102,7 +102,8 @@ def test_the_loaded_shape_is_checked_too():
 def test_estimate_terms_match_the_formula():
     config = load_config(None, ["eval.roc_points=11"])  # nb and lr
     needs = {n.what.split(" (")[0]: n.bytes for n in estimate(config, DataShape(80, 20, 1000, 7, 500))}
-    assert needs == {"X": 16 * 500, "W": 16 * 1000 * 7 * 2, "test scores": 12 * 20 * 7 * 2, "ROC grids": 16 * 7 * 11 * 2}
+    assert needs == {"X": 16 * 500, "W": 16 * 1000 * 7 * 2, "test scores": 12 * 20 * 7 * 2, "ROC grids": 16 * 7 * 11 * 2,
+                     "curve tables": 90 * min(7, 20) * 11 * 2}
 
 
 # -- the config file itself ----------------------------------------------------------------------------
