@@ -1,8 +1,8 @@
 """CSR operations on every thread, giving the same arrays whatever the thread count.
 
 ``column_counts``: how many stored values each column has, ``np.bincount(X.indices, minlength=V)``.
-For RCV1's 781k documents (47M non-zeros) ``np.bincount`` took 0.85 s cold on one core: it first
-copies the int32 indices to int64. Each thread counts its own share of the indices into its own row
+``np.bincount`` runs on one core and first copies the int32 indices to int64 (measured by
+experiments/bench_serial.py). Each thread counts its own share of the indices into its own row
 of counts, and the rows are added: integer sums. (The features' document frequencies, the LR
 engine's word counts.)
 
@@ -11,14 +11,15 @@ offsets in one serial pass, then each row copied to its own place, in pieces of 
 claim in turn (``mlnb._atomic``), each row's non-zeros asked for a few rows before they are copied
 (``mlnb._prefetch``).
 (A dataset's training and test parts, and each minibatch of the LR engine: on one core, these
-copies were part of the 0.39 s that an LR pass spent outside its parallel regions on 16 cores.)
+copies were part of what an LR pass spent outside its parallel regions; measured by
+experiments/bench_serial.py.)
 
 ``stack_rows``: ``sp.vstack`` of CSR row blocks, numpy's copies of a block per thread (scipy's one-core
 copy was a quarter of the synthetic corpus's generation).
 
 ``value_bounds``: numpy's (min, max) of a CSR matrix's stored values, a piece per thread (the one
-check of every X that enters a model was two of numpy's serial passes: 4.5 ms for 200k documents, a
-third of the 13 ms that an NB fit of them spent outside its parallel regions, ``bench_serial.py``).
+check of every X that enters a model was two of numpy's serial passes, a large part of what an NB fit
+spent outside its parallel regions; measured by experiments/bench_serial.py).
 
 ``columns_of``: a matrix's non-zero entries column by column (a CSC structure without stored zeros), in
 two passes on every thread (scipy's conversion runs on one core).
@@ -75,7 +76,7 @@ if HAVE_NUMBA:
     def _row_offsets(indptr, rows, out_indptr):
         """out_indptr of the rows ``rows``: 0, then the running sum of their lengths. The rows lie in a
         random order, and each indptr[r] is a wait on memory: asking for the one ``OFFSETS_AHEAD`` rows on
-        keeps that many on their way at once (one pass's offsets of 200k RCV1-shaped documents: ~1 ms)."""
+        keeps that many on their way at once (measured by experiments/bench_serial.py)."""
         out_indptr[0] = 0
         n = rows.size
         for ii in range(n):
@@ -90,8 +91,7 @@ if HAVE_NUMBA:
     def _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data):
         r = rows[ii]
         # unsigned places: numba then adds no wrap-around of negative indices, and the loops run in vector
-        # lanes (a row of 77 non-zeros: 4× faster than signed ones); loops, not slices: numba's slice
-        # copy was 2× slower on short rows
+        # lanes; loops, not slices: numba's slice copy is slower on short rows (experiments/bench_serial.py)
         start, end, q = np.uint64(indptr[r]), np.uint64(indptr[r + 1]), np.uint64(out_indptr[ii])
         for p in range(start, end):
             out_indices[q + (p - start)] = indices[p]
@@ -102,12 +102,10 @@ if HAVE_NUMBA:
     def _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers, rows_a_piece):
         """Each worker claims pieces of ``rows_a_piece`` consecutive rows in turn (``mlnb._atomic``) until none
         is left, and copies each row of its piece asking for the row ``COPY_AHEAD`` rows on: the rows
-        lie in a random order across the corpus, so each one is a wait on memory (a pass's minibatch
-        copies: 25 → 14–17 ms for 200k documents). Claimed pieces, not a fixed share a worker: a worker
-        slowed by the machine (another process on its core, output pages new to the process) copies
-        fewer, where with fixed shares the other waited (the features' copy of 625k RCV1-shaped rows
-        into memory freed a second before, 2 threads: CPU/wall 1.10–1.89, median 1.55, in six runs;
-        claimed pieces 1.66–1.99, median 1.84, in five)."""
+        lie in a random order across the corpus, so each one is a wait on memory. Claimed pieces, not a
+        fixed share a worker: a worker slowed by the machine (another process on its core, output pages
+        new to the process) copies fewer, where with fixed shares the other waited (measured by
+        experiments/bench_serial.py)."""
         n, claimed = rows.size, np.zeros(1, dtype=np.int64)
         for worker in prange(workers):
             while True:
@@ -148,7 +146,7 @@ if HAVE_NUMBA:
         """indices copied into out_columns (data into out_values when not empty); (column indices outside
         0 .. width − 1, places j > 0 where indices[j] ≤ indices[j − 1]). Loops from 0 without branches,
         each doing one thing, so that they run in vector lanes (a loop from a variable start, or one
-        that both wrote and added up, did not: a 20k-row range of 1.5M non-zeros 5.5 → 0.97 ms on one thread)."""
+        that both wrote and added up, did not; measured by experiments/bench_serial.py)."""
         for j in range(indices.size):
             out_columns[j] = indices[j]
         for j in range(data.size):
@@ -295,8 +293,8 @@ def _scan_pieces(size: int) -> int:
 
 
 #: values of a ``value_bounds`` piece (below, one piece: starting threads would cost more than they save). One
-#: thread of the development machine reads at its memory's full rate (min and max of 15M float32: 3.1 ms on
-#: one thread or two), but one thread of the 16-core machine reads at a seventh of its machine's rate
+#: thread of a small machine reads at its memory's full rate, but one thread of a many-core machine reads at a
+#: fraction of its machine's rate (measured by experiments/bench_serial.py)
 BOUNDS_PIECE_VALUES = 1 << 21
 
 
@@ -444,7 +442,7 @@ def select_rows(M: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
 def stack_rows(blocks: list) -> sp.csr_matrix:
     """``sp.vstack(blocks, format="csr")`` of CSR blocks with the same columns: the same arrays and index
     dtype, the blocks copied on a thread pool (numpy's copies let the threads run; no compiled code,
-    whose typed list of blocks took 0.2–0.5 s to compile in every new process)."""
+    whose typed list of blocks would compile anew in every process; timed by hand, no script)."""
     if len(blocks) < 2:
         return sp.vstack(blocks, format="csr")
     n, nnz, V = sum(b.shape[0] for b in blocks), sum(b.nnz for b in blocks), blocks[0].shape[1]

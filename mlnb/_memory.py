@@ -5,10 +5,9 @@ An LR fit allocates W and AdaGrad's S, V × K float32 each (19.5 MB apiece for R
 its mmap threshold with fresh pages from the kernel, which are zeroed and mapped one fault at a
 time when first touched, and returns them to the kernel when freed. The threshold starts at
 128 KiB and rises only when a *larger* block than the threshold is freed, so fit after fit of the
-same shape gets fresh pages every time. Measured on this machine (a virtual machine, where faults are
-slow), 30 one-step fits of 47 RCV1 documents in one process: 8–11 ms each with fresh pages (of which
-~5.5 ms faulting in W and S), 2.4–2.6 ms when the blocks are reused (calloc then zeroes them with a
-memset, ~20 GB/s). Sweeps and learning curves run such fits in a row.
+same shape gets fresh pages every time, where reused blocks cost only calloc's memset; sweeps and
+learning curves run such fits in a row (measured by hand, no script: experiments/README.md, *LR speed
+on a busy machine*).
 
 ``reuse_freed_blocks`` sets the mmap threshold to glibc's largest, 32 MiB, and the trim threshold to
 64 MiB: the values glibc's own dynamic rule reaches once a 32 MiB block has been freed, set from the

@@ -24,10 +24,9 @@ def _wait_passively() -> None:
     libgomp (numba's 'omp' threading layer on Linux) by default spins ~300,000 times (about a
     millisecond) at every barrier and between regions. Alone on the machine that saves a wake-up
     (microseconds); beside another busy process the spinning thread holds a core that the thread
-    it waits for needs, and a step of a few milliseconds waits a time slice: measured here, two
-    threads forced on every step took 3.7 s a pass against 2.0 s when waiting passively (2.4 s on
-    one thread). The setting must be made before numba starts its threads (libgomp reads it
-    once); a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left alone.
+    it waits for needs, and a step of a few milliseconds waits a time slice (measured by
+    experiments/bench_contention.py). The setting must be made before numba starts its threads
+    (libgomp reads it once); a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left alone.
     """
     if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         return

@@ -24,6 +24,11 @@ The large arrays, in bytes (n documents, nnz stored values, V features, K catego
                                L-BFGS's 2·lbfgs_memory float64 vectors, s = 16·lbfgs_memory)
     scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics
     ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
+    curve tables 90·C·roc·M    per model: the rows of curves/roc_grid.csv and lift_grid.csv as pandas holds them
+                               while they are written (``CURVE_ROW_BYTES``), for the C categories with a test
+                               positive and negative (the others have no curve), estimated as min(K, n_test):
+                               one per test document (more labels per document can make more, a long tail's
+                               repeated head categories fewer); unknown n_test: 0
     processes    150 MB·n_jobs per model kind fitting categories in parallel (one interpreter each)
     Dask         n_workers·(230 MB + 16·V·K·M) for a LocalCluster on this machine (each worker holds the
                  dense models' W and optimiser state), plus one more copy of the shared state here
@@ -48,37 +53,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
+from mlnb.data.registry import get_source
+from mlnb.data.shape import RCV1_CATEGORIES, RCV1_FEATURES, DataShape
 from mlnb.errors import MlnbError
 
 #: bytes of dense scores one step of a spilled scoring pass makes at most (12 per document, category and model:
-#: the float32 scores and what the running sums derive from them): ``mlnb.backends.tasks.score_partitions``
+#: the float32 scores and what the running sums derive from them): ``mlnb.engine.tasks.score_partitions``
 #: scores a chunk in blocks of rows, so that 100k categories never make chunk_size × K scores at once
 SCORING_BLOCK_BYTES = 512 * 2**20
 #: what one worker process of joblib costs before it holds any data (numpy, scipy, scikit-learn)
 WORKER_BYTES = 150 * 2**20
 #: what one Dask worker process of a LocalCluster holds after its imports (numpy, scipy, scikit-learn,
-#: numba, distributed), measured ~230 MB RSS on the development machine; its nanny comes on top
+#: numba, distributed; its RSS measured by hand, no script: experiments/README.md); its nanny comes on top
 DASK_WORKER_BYTES = 230 * 2**20
-#: the RCV1-v2 corpus, as the rcv1 and lyrl2004 sources hold it
-RCV1_DOCUMENTS, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ = 804_414, 47_236, 103, 60_915_113
-RCV1_TRAIN = 23_149
 #: bytes a model with sparse weights holds per (word, category) pair that occurs in training: its counter (int64
 #: key, float64 value) and its weight's correction (float64 value, int32 index)
 SPARSE_PAIR_BYTES = 28
 #: ... and per word: its total over the training documents (float64), its default weight and its row pointer
 SPARSE_WORD_BYTES = 24
-
-
-class DataShape(NamedTuple):
-    """What the memory of a run depends on; None where it is not known before reading the data."""
-
-    n_train: int | None
-    n_test: int | None
-    n_features: int | None
-    n_categories: int | None
-    nnz: int | None  # stored values of X, train and test
 
 
 @dataclass(frozen=True)
@@ -117,50 +110,11 @@ def human(n_bytes: float) -> str:
 
 def data_shape(config) -> tuple[DataShape, dict]:
     """The data's shape as far as the config tells before reading anything, and for each of
-    n_documents / n_features / n_categories the key that set it (for the message)."""
+    n_documents / n_features / n_categories / nnz the key that set it (for the message): what the source
+    declares (``SourceKind.shape``), its features at most features.max_features."""
     data = config.data
-    source = data.source
-    test_share = data.test_fraction
-    keys = {}
-    if source == "synthetic":
-        s = data.synthetic
-        n = s.n_documents
-        n_test = round(n * test_share)
-        keys = {"n_documents": f"data.synthetic.n_documents = {n}",
-                "n_features": f"data.synthetic.n_features = {s.n_features}",
-                "n_categories": f"data.synthetic.n_categories = {s.n_categories}",
-                "nnz": f"data.synthetic.n_documents = {n}"}
-        shape = DataShape(n - n_test, n_test, s.n_features, s.n_categories, int(n * s.words_per_document))
-    elif source == "long_tail":
-        s = data.long_tail
-        n = s.n_documents
-        n_test = round(n * test_share)
-        keys = {"n_documents": f"data.long_tail.n_documents = {n}",
-                "n_features": f"data.long_tail.n_features = {s.n_features}",
-                "n_categories": f"data.long_tail.n_categories = {s.n_categories}",
-                "nnz": f"data.long_tail.words_per_document = {s.words_per_document:g}"}
-        shape = DataShape(n - n_test, n_test, s.n_features, s.n_categories, round(n * s.words_per_document))
-    elif source in ("rcv1", "lyrl2004"):
-        s = getattr(data, source)
-        if s.split == "random":
-            n_test = s.test_size or round(RCV1_DOCUMENTS * test_share)
-            n_train = s.train_size or RCV1_DOCUMENTS - n_test
-        else:
-            n_train, n_test = RCV1_TRAIN, RCV1_DOCUMENTS - RCV1_TRAIN
-            if s.split == "swapped":
-                n_train, n_test = n_test, n_train
-        keys = {"n_documents": f"data.{source}.split = {s.split!r}", "nnz": f"data.source = {source!r}",
-                "n_features": f"data.source = {source!r}", "n_categories": f"data.source = {source!r}"}
-        shape = DataShape(n_train, n_test, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ)
-    else:  # files: only what the config states; the rest is known once they are read
-        V = K = None
-        if source == "svmlight":
-            V, K = data.svmlight.n_features or None, data.svmlight.n_categories or None
-            keys = {"n_features": f"data.svmlight.n_features = {V}", "n_categories": f"data.svmlight.n_categories = {K}"}
-        if source in ("text", "reuters21578") and config.features.vectorizer == "hashing":
-            V = config.features.hash_features
-            keys = {"n_features": f"features.hash_features = {V}"}
-        shape = DataShape(None, None, V, K, None)
+    source = get_source(data.source)
+    shape, keys = source.shape(getattr(data, source.name), data, config.features)
     if config.features.max_features and shape.n_features:
         shape = shape._replace(n_features=min(shape.n_features, config.features.max_features))
     return shape, keys
@@ -254,6 +208,13 @@ def _solver_needs(models, shape: DataShape) -> list[Need]:
     return needs
 
 
+#: bytes per row of the curve tables (``mlnb.report.tables.curve_frames``: one row per model, category and grid
+#: point in each of roc_grid.csv and lift_grid.csv) at the peak of writing them: 56 held (the two tables share
+#: their model, category and grid columns; 4 float64 curve columns), and a copy of one table's columns while
+#: it is written (experiments/README.md, "A study of 100k categories")
+CURVE_ROW_BYTES = 90
+
+
 def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict,
                  held_scores: float | None = None) -> list[Need]:
     """The data-driven arrays of the module docstring for ``M`` models (``roc_points`` None: no grid), but
@@ -278,6 +239,11 @@ def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict,
     if K and roc_points:
         needs.append(Need(f"ROC grids ({K} categories × {roc_points} points × {M} models)",
                           16.0 * K * roc_points * M, f"eval.roc_points = {roc_points}"))
+    if K and roc_points and n_test:  # the categories with a curve, estimated as min(K, n_test) (module docstring)
+        curved = min(K, n_test)
+        needs.append(Need(f"curve tables (~{curved} categories with a test positive × {roc_points} points × "
+                          f"{M} models)", float(CURVE_ROW_BYTES) * curved * roc_points * M,
+                          f"eval.roc_points = {roc_points}"))
     return needs
 
 

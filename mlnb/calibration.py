@@ -58,11 +58,12 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import expit, logit
 
+from mlnb.data.validate import check_labels, check_scores
 from mlnb.errors import MlnbError
 
 METHODS = ("none", "platt", "isotonic")
 DEFAULT_EPS = 1e-6  # isotonic probabilities kept in [ε, 1 − ε]: log-odds within ±13.8
-NEWTON_MAX_ITER = 100  # a cap: Newton converges in ~5–10 steps (6 on the 100k × 103 benchmark)
+NEWTON_MAX_ITER = 100  # a cap, far above the steps Newton's quadratic convergence needs
 NEWTON_TOL = 1e-12  # stop when the Newton decrement / 2 ≤ tol · n (loss per doc within 1e-12)
 NEWTON_RIDGE = 1e-12  # added to the Hessian diagonal (Platt's σ): keeps it invertible
 ARMIJO = 1e-4  # sufficient decrease of the line search
@@ -72,41 +73,12 @@ TRANSFORM_ROWS = 1 << 15  # rows per block of transform (float64 temporaries sta
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-# --- input checks shared with mlnb.decision -------------------------------------------------
+# --- validation labels by blocks of categories, shared with mlnb.decision ------------------
 
-def check_scores(scores, name: str = "scores") -> np.ndarray:
-    """Scores as a 2-D float array (n × K), refused with a one-line message if NaN or not 2-D."""
-    if scores is None:
-        raise MlnbError(f"{name}: required, got None")
-    if sp.issparse(scores):
-        raise MlnbError(f"{name}: must be a dense array (documents × categories), got a sparse matrix")
-    S = np.asarray(scores)
-    if S.ndim != 2:
-        raise MlnbError(f"{name}: must be 2-D (documents × categories), got shape {S.shape}")
-    if S.dtype.kind not in "fiub":
-        raise MlnbError(f"{name}: must be numeric, got dtype {S.dtype}")
-    if S.dtype.kind != "f":
-        S = S.astype(np.float64)
-    nan_rows = np.flatnonzero(np.isnan(S).any(axis=1))
-    if nan_rows.size:
-        raise MlnbError(f"{name}: {nan_rows.size} row(s) contain NaN (first: row {nan_rows[0]})")
-    return S
-
-
-def check_labels(Y, shape: tuple, name: str = "Y_val") -> sp.csc_matrix:
-    """Y as CSC int8 0/1 (documents × categories) of the scores' ``shape``; sparse or dense input.
-
-    CSC because every consumer here reads Y a block of categories at a time."""
-    if Y is None:
-        raise MlnbError(f"{name}: required, got None")
-    Y = sp.csc_matrix(Y, copy=True) if sp.issparse(Y) else sp.csc_matrix(np.asarray(Y))
-    if Y.shape != tuple(shape):
-        raise MlnbError(f"{name}: shape {Y.shape} differs from the scores' {tuple(shape)}")
-    Y.eliminate_zeros()  # on our copy
-    if Y.nnz and not np.all(Y.data == 1):
-        raise MlnbError(f"{name}: must be a 0/1 category matrix")
-    Y.sort_indices()
-    return sp.csc_matrix((np.ones(Y.nnz, dtype=np.int8), Y.indices, Y.indptr), shape=Y.shape)
+def validation_labels(Y_val, shape: tuple) -> sp.csc_matrix:
+    """Y_val checked (``mlnb.data.validate.check_labels``) against the scores' ``shape``, as CSC int8 0/1:
+    every consumer here reads it a block of categories at a time."""
+    return check_labels(Y_val, "Y_val", shape=shape).tocsc()
 
 
 def label_block(Y: sp.csc_matrix, start: int, stop: int) -> np.ndarray:
@@ -190,7 +162,7 @@ class PlattCalibration:
         """Fit (a_k, c_k) on validation scores (n × K) and labels (n × K, 0/1)."""
         S = _finite_validation(check_scores(scores_val, "scores_val"))
         n, K = S.shape
-        Y = check_labels(Y_val, S.shape)
+        Y = validation_labels(Y_val, S.shape)
         positives = np.diff(Y.indptr).astype(np.int64)  # (K,) N₊
         negatives = n - positives  # (K,) N₋
         fitted = (positives > 0) & (negatives > 0)
@@ -335,7 +307,7 @@ class IsotonicCalibration:
             raise MlnbError(f"eps: must lie strictly between 0 and 0.5, got {eps!r}")
         S = _finite_validation(check_scores(scores_val, "scores_val"))
         n, K = S.shape
-        Y = check_labels(Y_val, S.shape)
+        Y = validation_labels(Y_val, S.shape)
         positives = np.diff(Y.indptr).astype(np.int64)
         negatives = n - positives
         fitted = (positives > 0) & (negatives > 0)

@@ -8,27 +8,22 @@ is in place (only the index page, MLflow or the summary lines were left) is exit
 before it loads any data.
 
 Any other exception (a file that cannot be read or written, input nested too deeply for Python's
-recursion limit, memory, a bug) is one line ``error: ...`` and exit code 2 as well
-(``_one_line_error``); ``mlnb --debug <command>`` (or ``MLNB_DEBUG=1``) prints the traceback first.
+recursion limit, memory, a bug) is one line ``error: ...`` and exit code 2 as well;
+``mlnb --debug <command>`` (or ``MLNB_DEBUG=1``) prints the traceback first. How (signals, the
+one-line errors and warnings, the garbage collector after a command's imports): ``mlnb.cli_process``.
 """
 
 from __future__ import annotations
 
-import functools
-import gc
-import os
-import signal
 import sys
-import threading
-import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from mlnb import progress, timings
+from mlnb.cli_process import fail, imports_done, interruptible, run_command_line, show_tracebacks
 from mlnb.errors import MlnbError, MlnbWarning
 
 # Everything else is imported inside the command that needs it: mlnb.config alone imports every model
@@ -41,10 +36,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 SET_HELP = ("Override a config key, e.g. --set models.nb.alpha=0.1 or --set data.source=svmlight "
             "(repeatable; the value is read as TOML, else as a string).")
-
-
-_DEBUG = {"on": bool(os.environ.get("MLNB_DEBUG"))}  # --debug: tracebacks before the one-line errors
-MAX_MESSAGE = 2000  # characters of an error line
 
 
 def _show_version(asked: bool) -> None:
@@ -64,171 +55,7 @@ def _options(debug: bool = typer.Option(False, "--debug", help="Print the Python
              version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                           help="Print mlnb's version and exit.")) -> None:
     """Naive Bayes vs logistic regression, one-vs-rest over every category, driven by a TOML config."""
-    _DEBUG["on"] = _DEBUG["on"] or debug
-
-
-def _one_line(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + f"... ({len(text):,} characters)"
-
-
-def _traceback(error: BaseException) -> None:
-    if _DEBUG["on"]:
-        import traceback
-
-        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-
-
-def _fail(error: MlnbError) -> None:
-    _traceback(error)
-    typer.echo(f"error: {_one_line(error)}", err=True)
-    raise typer.Exit(code=2)
-
-
-def describe_error(error: BaseException) -> str:
-    """One line for an exception that is not an ``MlnbError``: what happened, in words where the type
-    says it, else the type and its message."""
-    if isinstance(error, RecursionError):
-        return ("the input is nested too deeply to read (arrays, tables or objects nested hundreds of levels "
-                "deep; Python's recursion limit)")
-    if isinstance(error, MemoryError):
-        return "out of memory (MemoryError); make the data, the models or eval.bootstrap smaller"
-    if isinstance(error, OSError) and error.strerror:
-        where = ": ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
-        return f"{where + ': ' if where else ''}{error.strerror}"
-    message = str(error)
-    return f"{type(error).__name__}{': ' + message if message else ''} (unexpected; `mlnb --debug ...` shows where)"
-
-
-def _one_line_error(error: BaseException) -> None:
-    """The top-level handler: any exception that reaches a command's end, as one line and exit code 2."""
-    if isinstance(error, MlnbError):
-        _fail(error)
-    _traceback(error)
-    typer.echo(f"error: {_one_line(describe_error(error))}", err=True)
-    raise typer.Exit(code=2)
-
-
-class Interrupted(KeyboardInterrupt):
-    """A signal turned into an exception, so that SIGTERM unwinds (and cleans up) like Ctrl-C."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _send_again(signum: int) -> None:
-    """Sends this process ``signum`` again, 10 ms later: once the main thread has left the place that dropped
-    its exception, or the code the signal must not cut short (``_signals_as_interrupts``)."""
-    time.sleep(0.01)
-    os.kill(os.getpid(), signum)
-
-
-# Python code that must not be cut short by an exception: llvmlite's ctypes bindings free an LLVM object and then
-# mark it freed (OutputString.close: LLVMPY_DisposeString, then ``self._ptr = None``; ObjectRef.detach; a module
-# handed to LLVM by link_in, then detached). An exception raised between the two leaves an object that frees its
-# memory again when it is finalised: glibc's "free(): double free detected" and SIGABRT (exit -6), as a SIGTERM
-# while numba compiles can cause. llvmlite.ir (the IR builder, pure Python) is safe.
-_NOT_TO_BE_CUT_SHORT = ("llvmlite.binding",)
-
-
-def _inside_code_not_to_be_cut_short(frame) -> bool:
-    """Whether ``frame`` (where the main thread stood when a signal was handled) or a frame that called it runs
-    in a module of ``_NOT_TO_BE_CUT_SHORT``; a finalizer or a callback from C counts with its caller's frames."""
-    while frame is not None:
-        if str(frame.f_globals.get("__name__", "")).startswith(_NOT_TO_BE_CUT_SHORT):
-            return True
-        frame = frame.f_back
-    return False
-
-
-@contextmanager
-def _signals_as_interrupts():
-    """While a command runs, SIGINT and SIGTERM raise ``Interrupted``; once: a second signal during
-    the clean-up (removing the staging folder) is ignored. The previous handlers come back after."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set them
-        yield
-        return
-    watched = (signal.SIGINT, signal.SIGTERM)
-    interrupted = []  # the signal numbers handled so far
-
-    def handler(signum, frame):
-        if _inside_code_not_to_be_cut_short(frame):
-            # put off, not lost: sent again in 10 ms, handled at a later bytecode, until it lands outside
-            threading.Thread(target=_send_again, args=(signum,), daemon=True).start()
-            return
-        for number in watched:
-            signal.signal(number, signal.SIG_IGN)
-        interrupted.append(signum)
-        raise Interrupted(signum)
-
-    def swallowed(report):
-        # Python runs a signal's handler at the next bytecode, wherever it is; where that is a function called
-        # from C (numba's compiler calls llvmlite's object-cache callback through ctypes while it compiles, a
-        # __del__, a weakref callback), the Interrupted it raises is printed and dropped, and the run would go on
-        # to the end with both signals ignored. Armed again and sent again from a helper thread, the signal is
-        # handled at a later bytecode; it is sent as often as it is dropped, until it lands in ordinary code.
-        if isinstance(report.exc_value, Interrupted) and threading.current_thread() is threading.main_thread():
-            signal.signal(report.exc_value.signum, handler)
-            threading.Thread(target=_send_again, args=(report.exc_value.signum,), daemon=True).start()
-            return None
-        if interrupted:
-            # the aftermath of an Interrupted raised inside a finalizer: an object it cut short fails when it
-            # is finalised again (llvmlite's ObjectRef.__del__ on the _as_parameter_ that the interrupted
-            # close() had already deleted). The command ends with its one line anyway.
-            return None
-        return unraisable_before(report)  # (the handler runs, and raises, in the main thread only)
-
-    previous = {number: signal.getsignal(number) for number in watched}
-    unraisable_before = sys.unraisablehook
-    sys.unraisablehook = swallowed
-    for number in watched:
-        signal.signal(number, handler)
-    try:
-        yield
-    finally:
-        if interrupted:  # finalise what the interrupt left behind now, while its failures stay quiet
-            gc.collect()
-        sys.unraisablehook = unraisable_before
-        # blocked while they are given back: a signal between two of these calls would run ``handler``, which
-        # leaves both ignored (and a process that ignores SIGINT passes that on to every child it starts); held
-        # until the previous handlers are back, it goes to them
-        signal.pthread_sigmask(signal.SIG_BLOCK, watched)
-        try:
-            for number, before in previous.items():
-                signal.signal(number, signal.SIG_DFL if before is None else before)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
-
-
-@contextmanager
-def _one_line_warnings():
-    """While a command runs, an ``MlnbWarning`` (input accepted, but the user should know) is one
-    line ``warning: ...`` on stderr; other warnings are shown as Python shows them."""
-    shown = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, MlnbWarning):
-            typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
-        else:
-            shown(message, category, filename, lineno, file, line)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", MlnbWarning)  # every one, also when repeated in one process
-        warnings.showwarning = show
-        yield
-
-
-def _imported() -> None:
-    """A command's imports are done: the ~350,000 objects they made (scikit-learn, scipy, numba, pandas)
-    live as long as the process. The entry point (``mlnb_entry``) turns Python's cyclic garbage
-    collector off until here, so that it does not traverse them again and again while they pile up
-    (~0.3 s of the quickstart's 2 s of imports); they are then frozen (``gc.freeze``): no later
-    collection traverses them. Within a process that did not turn the collector off (tests calling
-    the commands, a user's own program) this does nothing."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
+    show_tracebacks(debug)
 
 
 def _run_clock() -> timings.Timings:
@@ -264,27 +91,6 @@ def _prepare_engine(config) -> None:
     ensure_compiled()
 
 
-def _interruptible(command):
-    """A command that ends on Ctrl-C or SIGTERM with one line and exit 128 + the signal number."""
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        from mlnb.report.folder import completed
-
-        written_before = len(completed)
-        try:
-            with _signals_as_interrupts(), _one_line_warnings():
-                return command(*args, **kwargs)
-        except KeyboardInterrupt as stop:  # the staging folder is gone: atomic_folder removed it
-            _interrupted(stop, completed[written_before:])
-        except (typer.Exit, typer.Abort):  # the command's own exit (click's Exit is a RuntimeError)
-            raise
-        except Exception as error:  # noqa: BLE001  (every other type: one line, exit 2)
-            stop = _interrupt_behind(error)
-            if stop is not None:
-                _interrupted(stop, completed[written_before:])
-            _one_line_error(error)
-    return wrapper
-
 
 def _results_written(folder: Path, note: str = "") -> None:
     """A command's last lines: the page to open, the folder's report.html, then the folder itself (last, as
@@ -294,33 +100,9 @@ def _results_written(folder: Path, note: str = "") -> None:
     typer.echo(f"results: {folder}{note}")
 
 
-def _interrupted(stop: KeyboardInterrupt, written: list[Path]):
-    """Exit 128 + the signal's number after one line 'interrupted', nothing written; or, when the command's
-    results folder was already in place (writing it is every command's last step), exit 0 after one line
-    'done: results in ...' that says what the interrupt may have cut short."""
-    if written:
-        typer.echo(f"done: results in {written[-1]} (interrupted after they were complete: the summary lines, "
-                   "index.html or MLflow tracking may be missing)", err=True)
-        raise typer.Exit(code=0)
-    typer.echo("interrupted", err=True)
-    raise typer.Exit(code=128 + getattr(stop, "signum", signal.SIGINT)) from None
-
-
-def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
-    """The interrupt that an error stands for: a signal that arrives inside a compiled (numba) call is
-    raised there and comes back as ``SystemError: ... returned a result with an exception set``, the
-    KeyboardInterrupt as its cause or context."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
-
 
 @app.command()
-@_interruptible
+@interruptible
 def run(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
                                       help="Study config (TOML), e.g. configs/quickstart.toml."),
         out: Path = typer.Option(Path("results"), "--out", help="Root folder of the results: the run "
@@ -345,7 +127,7 @@ def run(config: Path = typer.Argument(..., readable=False,  # unreadable: one li
     from mlnb.report.results import left_out, mlflow_runs, quick_settings, write_results
     from mlnb.report.tables import format_summary
     from mlnb.study import run_study
-    _imported()
+    imports_done()
 
     progress.enable(not quiet)
     try:
@@ -364,7 +146,7 @@ def run(config: Path = typer.Argument(..., readable=False,  # unreadable: one li
             with timings.stage("writing"):
                 folder = write_results(result, out, command=" ".join(["mlnb"] + sys.argv[1:]), quick=quick)
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     data = result.data
     if quick:
         typer.echo(f"quick run, left out: {', '.join(left_out(study_config)) or 'nothing'} (see report.md)")
@@ -381,7 +163,7 @@ def run(config: Path = typer.Argument(..., readable=False,  # unreadable: one li
 
 
 @app.command()
-@_interruptible
+@interruptible
 def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb run`."),
             run_b: Optional[Path] = typer.Argument(None, help="A second results folder; none = compare "
                                                    "the two models of RUN_A."),
@@ -401,7 +183,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
     from mlnb.report.markdown import tests_used
     from mlnb.report.results import write_comparison
     from mlnb.studies.compare import compare_runs, config_diff, default_pair, load_scores
-    _imported()
+    imports_done()
 
     try:
         if not 0 < alpha < 1:
@@ -421,7 +203,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
         folder = write_comparison(comparison, out, sources=[str(run_a)] + ([str(run_b)] if run_b else []),
                                   diff=config_diff(first, key_a, second, key_b))
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     counts, sign = comparison.counts(), comparison.sign
     typer.echo(f"a = {comparison.label_a} ({comparison.name_a})\nb = {comparison.label_b} ({comparison.name_b})")
     typer.echo(f"significantly higher AUC (Holm, alpha {alpha:g}): a in {counts['a_significantly_better']}, "
@@ -433,7 +215,7 @@ def compare(run_a: Path = typer.Argument(..., help="A results folder of `mlnb ru
 
 
 @app.command()
-@_interruptible
+@interruptible
 def runs(folder: Path = typer.Argument(Path("results"), help="A results root (what --out named), or any folder "
                                        "above results folders (searched 6 levels down: `mlnb runs ..` from a "
                                        "sibling of results/ finds them)."),
@@ -445,7 +227,7 @@ def runs(folder: Path = typer.Argument(Path("results"), help="A results root (wh
     a warning and left out."""
     from mlnb.report.html import write_index
     from mlnb.report.runs import format_runs, runs_frame, scan_runs
-    _imported()
+    imports_done()
 
     try:
         if not folder.is_dir():
@@ -455,7 +237,7 @@ def runs(folder: Path = typer.Argument(Path("results"), help="A results root (wh
             warnings.warn(MlnbWarning(str(left_out)))
         page = write_index(folder, (entries, skipped)) if html else None
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     if not entries:
         typer.echo(f"{folder}: no results folders (folders with a summary.json) found")
     else:
@@ -465,7 +247,7 @@ def runs(folder: Path = typer.Argument(Path("results"), help="A results root (wh
 
 
 @app.command()
-@_interruptible
+@interruptible
 def sweep(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
                                         help="Study config (TOML); its [sweep] section may hold the grid."),
           param: Optional[List[str]] = typer.Option(None, "--param", help="A swept key and its values, "
@@ -487,7 +269,7 @@ def sweep(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
     from mlnb.report.folder import check_writable
     from mlnb.report.sweep import write_sweep
     from mlnb.studies.sweep import run_sweep
-    _imported()
+    imports_done()
 
     progress.enable(not quiet)
     try:
@@ -500,7 +282,7 @@ def sweep(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
         result = run_sweep(study_config, list(given.values()))
         folder = write_sweep(result, out, command=" ".join(["mlnb"] + sys.argv[1:]))
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     keys, metric = list(result.grid), result.metric
     best_first = result.table.sort_values(metric, ascending=metric in LOWER_IS_BETTER)
     typer.echo(best_first.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
@@ -515,7 +297,7 @@ def sweep(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
 
 
 @app.command()
-@_interruptible
+@interruptible
 def curve(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
                                         help="Study config (TOML); [curve] sets sizes and seeds."),
           set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
@@ -528,7 +310,7 @@ def curve(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
     from mlnb.report.folder import check_writable
     from mlnb.report.results import write_curve
     from mlnb.studies.curve import run_curve
-    _imported()
+    imports_done()
 
     progress.enable(not quiet)
     try:
@@ -539,7 +321,7 @@ def curve(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
         result = run_curve(study_config)
         folder = write_curve(result, out)
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     means = result.table.groupby(["model", "size"])[list(result.metrics)].mean()
     typer.echo(means.to_string(float_format=lambda v: f"{v:.4f}"))
     for pair, found in result.crossings.items():
@@ -550,7 +332,7 @@ def curve(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
 
 
 @app.command()
-@_interruptible
+@interruptible
 def bench(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
                                         help="Bench config (TOML): a study config whose [bench] corpora lists "
                                         "the corpora's study configs, e.g. configs/corpora.toml."),
@@ -565,7 +347,7 @@ def bench(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
     from mlnb.report.bench import ranks_frame, write_bench
     from mlnb.report.folder import check_writable
     from mlnb.studies.bench import corpus_configs
-    _imported()
+    imports_done()
 
     progress.enable(not quiet)
     try:
@@ -575,7 +357,7 @@ def bench(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
         _prepare_engine(bench_config)
         result, folder = write_bench(bench_config, out, str(config), command=" ".join(["mlnb"] + sys.argv[1:]))
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     f = result.friedman
     typer.echo(result.table.to_string(float_format=lambda v: f"{v:.4f}"))
     typer.echo(ranks_frame(result).drop(columns="label").to_string(float_format=lambda v: f"{v:.4f}"))
@@ -587,7 +369,7 @@ def bench(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
 
 
 @app.command()
-@_interruptible
+@interruptible
 def convert(config: Path = typer.Argument(..., readable=False,  # unreadable: one line from load_config, not click's usage
                                           help="Study config (TOML) whose [data] names the corpus: source "
                                           "svmlight, text or shards."),
@@ -599,11 +381,12 @@ def convert(config: Path = typer.Argument(..., readable=False,  # unreadable: on
             set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
             quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
     """Write a corpus as binary shards (memory-mapped .npy arrays and a manifest) that a streaming
-    study reads ~17× faster than svmlight: data.source = "shards", data.shards.path = OUT."""
+    study reads many times faster than svmlight (experiments/bench_shards.py): data.source = "shards",
+    data.shards.path = OUT."""
     from mlnb.config import load_config
     from mlnb.data.shards import convert as convert_shards
     from mlnb.data.sources import open_source
-    _imported()
+    imports_done()
 
     from mlnb.data.stream import check_chunk_size
 
@@ -616,30 +399,30 @@ def convert(config: Path = typer.Argument(..., readable=False,  # unreadable: on
         manifest = convert_shards(source, out, shard_documents=shard_documents, overwrite=overwrite,
                                   test_source=test_source)
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     typer.echo(f"shards: {manifest.parent}")
     if test_source is not None:
         typer.echo(f"shards: {manifest.parent / 'test'}")
 
 
 @app.command("show-config")
-@_interruptible
+@interruptible
 def show_config(config: Optional[Path] = typer.Argument(None, readable=False,  # unreadable: load_config's line
                                                         help="Config file; none = the defaults."),
                 set_: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP)) -> None:
     """Print the resolved config (defaults, file, overrides) with every key explained, then every
     model kind with its options."""
     from mlnb.config import describe_kinds, dump_toml, load_config
-    _imported()
+    imports_done()
 
     try:
         typer.echo(dump_toml(load_config(config, set_ or [])) + "\n" + describe_kinds(), nl=False)
     except MlnbError as error:
-        _fail(error)
+        fail(error)
 
 
 @app.command()
-@_interruptible
+@interruptible
 def init(data: Path = typer.Argument(..., readable=False,  # (unreadable: refused by detect in one line, not click)
                                      help="Your data: a file (svmlight, ARFF, CSV, TSV or JSON lines of texts) "
                                      "or a folder (one sub-folder of text files per category, text files and a "
@@ -655,12 +438,12 @@ def init(data: Path = typer.Argument(..., readable=False,  # (unreadable: refuse
     """Look at DATA, print what it holds (format, documents, categories, label column and separator, split)
     and write a starter config that runs as is: mlnb init DATA && mlnb run config.toml"""
     from mlnb.starter import Hints, write_starter
-    _imported()
+    imports_done()
 
     try:
         path, lines = write_starter(data, out, Hints(text_column, label_column, label_separator), overwrite=force)
     except MlnbError as error:
-        _fail(error)
+        fail(error)
     for line in lines:
         typer.echo(line)
     typer.echo(f"wrote: {path} (run it: mlnb run {path})")
@@ -671,24 +454,14 @@ def compile_kernels(quiet: bool = typer.Option(False, "--quiet", help="No progre
     """Compile every kernel of mlnb now, in one process per core (the first study does it otherwise), so that
     no run compiles anything, whatever its data."""
     from mlnb.precompile import ensure_compiled
-    _imported()
+    imports_done()
 
     progress.enable(not quiet)
     ensure_compiled()
 
 
 def main() -> None:
-    try:
-        app()
-    except SystemExit:
-        raise
-    except KeyboardInterrupt as stop:  # outside a command (while typer parses its arguments)
-        typer.echo("interrupted", err=True)
-        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
-    except Exception as error:  # noqa: BLE001  (outside a command: the same one line)
-        _traceback(error)
-        typer.echo(f"error: {_one_line(describe_error(error))}", err=True)
-        sys.exit(2)
+    run_command_line(app)
 
 
 if __name__ == "__main__":

@@ -678,9 +678,16 @@ def _check_engine(config: StudyConfig, origin: str) -> None:
 
 
 def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
-    """Sources and settings that cannot give one class per document."""
+    """Sources and settings that cannot give one class per document: a source that declares its documents
+    multilabel (``SourceKind.labels``) or refuses the task itself (``SourceKind.check_task``)."""
     data = config.data
-    if data.source in ("synthetic", "long_tail", "rcv1", "lyrl2004", "reuters21578"):
+    source = SOURCES[data.source]
+    options = getattr(data, source.name)
+    try:
+        source.check_task(options, "multiclass")
+    except MlnbError as error:
+        raise MlnbError(f"{origin}: {error}") from None
+    if source.labels_of(options) == "multi":
         raise MlnbError(f"{origin}: task = 'multiclass' needs single-label data; data.source = {data.source!r} is "
                         "multilabel (use svmlight with one label per line, text with labels = 'single', "
                         "arff, or bundled)")
@@ -691,11 +698,6 @@ def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
     if config.eval.untrainable == "prior":
         raise MlnbError(f"{origin}: eval.untrainable = 'prior' replaces one-vs-rest scores; with task = 'multiclass' "
                         "use 'exclude' or 'keep'")
-    if data.source == "text" and data.text.labels != "single":
-        raise MlnbError(f"{origin}: data.text.labels = {data.text.labels!r}: task = 'multiclass' needs 'single'")
-    if data.source == "text" and data.text.negative_labels:
-        raise MlnbError(f"{origin}: data.text.negative_labels = {data.text.negative_labels!r}: with task = "
-                        "'multiclass' every label is a class (a document without one has no class); leave it empty")
 
 
 def _dependency_order(models: list[ModelSpec], origin: str = "config") -> list[ModelSpec]:

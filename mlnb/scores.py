@@ -3,10 +3,9 @@
 ``mlnb run`` saves it (``report.save_scores``) so that ``mlnb compare`` can later
 pair two runs on the same test documents. It is a NumPy ``.npz`` archive read with
 ``allow_pickle=False``: loading it never runs code. The labels, names and other small arrays are
-deflated; the models' float32 scores are stored as they are. Their low mantissa bytes are near
-random, so deflate saves ~11 % of them, at 35-48 MB/s on one core: at RCV1 scale (156k test
-documents × 103 categories × 2 models, 128 MB) that was 7.4 of a 28-second study on 16 cores, the
-largest single-threaded stage (``experiments/bench_threads.py``). ``np.load`` reads deflated and
+deflated; the models' float32 scores are stored as they are: their low mantissa bytes are near
+random, so deflate saves little of them, slowly and on one core (measured by
+``experiments/bench_threads.py``). ``np.load`` reads deflated and
 stored members alike, so the files of older runs (all deflated, or all stored) still load.
 """
 

@@ -34,7 +34,6 @@ import scipy.sparse as sp
 
 from mlnb import progress, timings
 from mlnb.backends import LocalBackend, open_backend
-from mlnb.backends.tasks import Reading, count_partition
 from mlnb.budget import DataShape, check_budget
 from mlnb.calibration import fit_calibration
 from mlnb.config import StudyConfig, with_decision_resolved
@@ -47,6 +46,7 @@ from mlnb.engine.documents import Documents, InMemoryDocuments, StreamedDocument
 from mlnb.engine.fitting import NoTrainingDocuments, fit_models, label_counts
 from mlnb.engine.scoring import (SPILL_LIMITS, Scored, fits_in_memory, in_memory, score_in_memory,
                                  score_spilled)
+from mlnb.engine.tasks import Reading, count_partition
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.at_k import top_k_of_scores
@@ -338,7 +338,7 @@ def _score(config: StudyConfig, models: dict, evaluation: Documents, backend, ru
     K = evaluation.n_categories
     if engine.scores == "memory" or (engine.scores == "auto" and fits_in_memory(
             evaluation.source.expected_documents, K, len(models), limit)):
-        if backend.name == "local":
+        if backend.sequential:  # read here anyway: no spill to write and read back
             return score_in_memory(models, evaluation)
     # pcut ranks each category's documents at once: it decides from the spill's columns (``_evaluate``)
     chunkwise = {name: rule for name, rule in rules.items() if rule.rule != "pcut"}

@@ -38,7 +38,7 @@ def main():
     for signum in WATCHED:
         signal.signal(signum, _interrupted_at_start_up)
     # Python's cyclic garbage collector stays off during the imports, until the command has made
-    # its own (``mlnb.cli._imported`` freezes what they made and turns it back on)
+    # its own (``mlnb.cli_process.imports_done`` freezes what they made and turns it back on)
     gc.disable()
     from mlnb.cli import main as cli_main
 

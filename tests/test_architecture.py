@@ -6,6 +6,7 @@ The study asks a component what it can do (``ModelKind.fits_from``, ``requires_n
 """
 
 import ast
+import re
 from pathlib import Path
 
 from mlnb.models import KINDS
@@ -105,6 +106,97 @@ def test_no_kind_or_event_model_name_outside_the_models():
     assert found == []
 
 
+def _executor_name_checks(source: str) -> list[int]:
+    """Lines of ``source`` that ask an executor its name: ``<...>backend.name`` / ``<...>executor.name``, or any
+    ``<...>.name`` compared with an engine's name (``"local"``, ``"dask"``)."""
+    from mlnb.config import ENGINES
+
+    def dotted(node) -> str:
+        return ast.unparse(node).lower()
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "name" and \
+                any(word in dotted(node.value).rpartition(".")[2] for word in ("backend", "executor")):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            named = any(isinstance(o, ast.Attribute) and o.attr == "name" for o in operands)
+            engines = any(isinstance(o, ast.Constant) and o.value in ENGINES for o in operands) or any(
+                isinstance(o, (ast.Tuple, ast.List, ast.Set)) and
+                any(isinstance(e, ast.Constant) and e.value in ENGINES for e in o.elts) for o in operands)
+            if named and engines:
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_the_executor_is_asked_what_it_can_do_not_its_name():
+    """Outside mlnb/backends/, code asks an executor its capabilities (``Executor.sequential``), never its name."""
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.is_relative_to(PACKAGE / "backends")
+             for line in _executor_name_checks(path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_the_name_check_finds_a_name_check():
+    code = ("if self.backend.name != 'local': pass\n"
+            "x = backend.name\n"
+            "if executor.name in ('dask',): pass\n"
+            "if engine.name == 'local': pass\n"
+            "if spec.name == 'lr' or backend.sequential: pass\n")
+    assert _executor_name_checks(code) == [1, 2, 3, 4]
+
+
+def test_the_executors_import_no_model_and_no_study():
+    """``mlnb.backends`` runs functions and reduces what they return: the per-partition tasks that know the models
+    live in ``mlnb.engine.tasks``. Function-level imports count."""
+    modules = _modules()
+    found = {module: sorted(name for name in _imports(module, path, modules)
+                            if name.startswith(("mlnb.models", "mlnb.engine", "mlnb.study", "mlnb.studies")))
+             for module, path in modules.items() if module == "mlnb.backends" or module.startswith("mlnb.backends.")}
+    assert {module: names for module, names in found.items() if names} == {}
+    assert len(found) >= 4  # the package, local, dask, reduce: the check looked where it should
+
+
+def _name_comparisons(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each comparison with a string literal in ``names``: ``x == 'name'``, ``'name' != x``,
+    ``x in ('name', ...)`` (a tuple, list or set), ``x not in [...]``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands, operands[1:]):
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                literals = [left, right]
+            elif isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+                literals = list(right.elts)
+            else:
+                continue
+            found += [(node.lineno, literal.value) for literal in literals if isinstance(literal, ast.Constant)
+                      and isinstance(literal.value, str) and literal.value in names]
+    return found
+
+
+def test_no_source_name_is_compared_outside_the_data_package():
+    """A data source says what it can do (``SourceKind.labels``, ``shape``, ``check_task``, ``streams``); code
+    outside mlnb/data/ that compares ``data.source`` with a registered name should ask the source instead."""
+    from mlnb.data.sources import SOURCES
+
+    names = set(SOURCES)
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}: {name!r}" for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.is_relative_to(PACKAGE / "data")
+             for line, name in _name_comparisons(ast.parse(path.read_text(encoding="utf-8")), names)]
+    assert found == []
+
+
+def test_the_source_name_check_finds_each_form_of_comparison():
+    code = ("a = s == 'text'\nb = 'rcv1' != s\nc = s in ('synthetic', 'x')\nd = s not in ['arff']\n"
+            "e = s in {'files'}\nf = s == 'not_a_source'\ng = s in SOURCES\nh = 'text' + s\n")
+    assert _name_comparisons(ast.parse(code), {"text", "rcv1", "synthetic", "arff", "files"}) == [
+        (1, "text"), (2, "rcv1"), (3, "synthetic"), (4, "arff"), (5, "files")]
+
+
 def test_the_sources_import_no_numba_and_no_model():
     """``mlnb.config`` reads every source's options from ``mlnb.data.sources``: that must stay light."""
     import subprocess
@@ -114,3 +206,83 @@ def test_the_sources_import_no_numba_and_no_model():
             "for m in sys.modules if m.startswith(('numba', 'mlnb.models', 'sklearn'))}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+#: a number with a unit of time (a timing) and, for throughputs, of bytes per second
+_TIME = r"~?\d[\d.,]*\s?(?:ms|µs|ns|s)\b"
+#: what makes a docstring or comment a measurement log: a timing before → another, a timing against or
+#: vs another, a timing "on one thread"/"on N cores", "took N s", a speed ratio ("N× faster"), a
+#: throughput, a CI run, a date, or a named machine; a time or size alone ("sent again in 10 ms",
+#: "~70 MB of temporaries", "42 s, 3 min 20 s") is a design fact, not a log
+_MEASUREMENT_LOG = re.compile("|".join([
+    rf"{_TIME}\s*→\s*{_TIME}",
+    rf"{_TIME}\s*→",
+    r"\d[\d.,]*\s*→\s*~?\d[\d.,–]*\s?(?:ms|µs|ns|s)\b",
+    rf"{_TIME}\s+(?:against|vs\.?)\s+~?\d",
+    rf"\d[\d.,–]*\s+(?:against|vs\.?)\s+{_TIME}",
+    rf"{_TIME}[^.;]{{0,40}}\bon (?:one|two|\d+) (?:threads?|cores?)\b",
+    r"\b(?:took|takes|cost|costs|ran in)\s+(?:about\s+)?~?\d[\d.,–]*\s?(?:ms|µs|ns|s)\b",
+    rf"{_TIME} of (?:a|an|the)\b",
+    rf"\bfrom ~?\d[\d.]* to {_TIME}",
+    r"\d(?:[.,]\d+)?(?:–\d+(?:\.\d+)?)?\s?[×x]\s+(?:faster|slower|the time|scipy|numpy)\b",
+    r"\d\s?[KMG]i?B/s\b",
+    r"\bCI run",
+    r"\b20\d\d-\d\d-\d\d\b",
+    r"\bmeasured (?:here|beside other jobs)\b",
+    r"\bdevelopment machine\b",
+    r"\bon an? (?:H\d{3}|\d+-core machine)\b",
+]))
+
+
+def _measurement_logs(source: str) -> list[str]:
+    """The measurement logs in ``source``, read with its comment marks taken out and its lines joined, so
+    that a log broken over lines is read whole (code has no such phrases: error messages name sizes)."""
+    text = " ".join(re.sub(r"\n\s*#:?", " ", source).split())
+    return [match.group(0) for match in _MEASUREMENT_LOG.finditer(text)]
+
+
+def test_no_measurement_log_in_the_code():
+    """A docstring or comment says why the code is so and names the experiments/ script that measures it;
+    the numbers, with their machine and load, live in experiments/README.md."""
+    found = [f"{path.relative_to(PACKAGE.parent)}: {log!r}" for path in sorted(PACKAGE.rglob("*.py"))
+             for log in _measurement_logs(path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_the_measurement_check_finds_logs_and_passes_design_facts():
+    logs = ['"""A range of 1.5M non-zeros 5.5 → 0.97 ms on one thread."""',
+            "# a pass's minibatch copies: 25 → 14–17 ms for 200k documents",
+            "# (50k × 103 on 2 threads: 102 → 90 ms)",
+            '"""Two threads forced on every step took 3.7 s a pass\n    against 2.0 s when waiting."""',
+            "# unsigned places: (a row of 77 non-zeros: 4× faster than signed ones)",
+            "# 0.43 ms against\n# 1.9 ms at 124k non-zeros",
+            '"""One core checksums at ~2 GB/s."""', '"""Seen in the CI run of the day."""',
+            '"""Measured 2026-11-28."""', '"""~230 MB RSS on the development machine."""',
+            '"""on an H200 the pass took 297 ms"""', '"""as get_params takes 80 µs"""',
+            "# min and max of 15M float32: 3.1 ms on\n# one thread or two",
+            '"""numpy draws: 0.7 s of a study of four bootstraps"""',
+            "# prefetching took the catch-up from 0.28 to 0.15 s of a pass"]
+    design = ['"""Sends this process ``signum`` again, 10 ms later."""',
+              "X = 1  # documents × categories per Newton block: ~70 MB of temporaries",
+              '"""42 s, 3 min 20 s, 2 h 05 min."""', '"""a 2 × 2 system solved in closed form"""',
+              '"""W and S, V × K float32 each (19.5 MB apiece for RCV1\'s 47,236 words)"""',
+              "raise MlnbError(f'the run needs at least {need:.1f} GiB of memory ({scores} MiB of scores)')",
+              '"""Its 95 % interval was measured on 2 to 5 values; ``--profile`` prints the seconds per stage."""',
+              '"""Measured by experiments/bench_serial.py, numbers in experiments/README.md."""',
+              '"""The speed-up of the all-documents task is capped at about 4× whatever the cores."""']
+    assert [source for source in logs if not _measurement_logs(source)] == []
+    assert [source for source in design if _measurement_logs(source)] == []
+
+
+def test_every_function_has_a_caller_outside_the_tests():
+    """vulture (where installed) finds no function, method, property or class that nothing in mlnb/ calls,
+    beside the framework hooks and public API of ``tests/vulture_whitelist.py``."""
+    import pytest
+
+    vulture = pytest.importorskip("vulture")
+    scan = vulture.Vulture()
+    scan.scavenge([str(PACKAGE), str(Path(__file__).with_name("vulture_whitelist.py"))])
+    found = [f"{item.filename}:{item.first_lineno}: {item.typ} {item.name}"
+             for item in scan.get_unused_code(min_confidence=60)
+             if item.typ in ("function", "method", "property", "class")]
+    assert found == []

@@ -135,7 +135,7 @@ def test_fitting_never_reads_the_test_part(validation):
     test = np.zeros((4, 6))
     test[2, 3] = np.nan
     for method in ("none", "platt", "isotonic"):
-        with pytest.raises(MlnbError, match=r"scores: 1 row\(s\) contain NaN \(first: row 2\)"):
+        with pytest.raises(MlnbError, match=r"scores: NaN score for document 2, category 3 \(1 NaN in all\)"):
             fit_calibration(method, S, Y).transform(test)
 
 

@@ -321,7 +321,7 @@ def test_fitting_never_reads_the_test_part():
     np.testing.assert_array_equal(second.thresholds, thresholds)
     test = np.zeros((3, 4))
     test[1] = np.nan
-    with pytest.raises(MlnbError, match=r"scores: 1 row\(s\) contain NaN \(first: row 1\)"):
+    with pytest.raises(MlnbError, match=r"scores: NaN score for document 1, category 0 \(4 NaN in all\)"):
         first.decide(test)
     with pytest.raises(MlnbError, match="scores: 3 columns, but the rule was fitted on 4"):
         first.decide(np.zeros((2, 3)))
@@ -363,11 +363,11 @@ def test_bad_validation_inputs():
         fit_decision_rule("scut", S_VAL, None)
     with pytest.raises(MlnbError, match=r"Y_val: shape \(6, 3\) differs"):
         fit_decision_rule("scut", S_VAL, Y_VAL[:, :3])
-    with pytest.raises(MlnbError, match="Y_val: must be a 0/1 category matrix"):
+    with pytest.raises(MlnbError, match="Y_val: document 0: label value 2.* expected a 0/1 category matrix"):
         fit_decision_rule("scut", S_VAL, 2 * Y_VAL)
     bad = S_VAL.copy()
     bad[4, 2] = np.nan
-    with pytest.raises(MlnbError, match=r"scores_val: 1 row\(s\) contain NaN \(first: row 4\)"):
+    with pytest.raises(MlnbError, match=r"scores_val: NaN score for document 4, category 2 \(1 NaN in all\)"):
         fit_decision_rule("scut", bad, Y_VAL)
 
 

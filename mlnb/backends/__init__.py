@@ -1,9 +1,11 @@
 """Where a streaming study's work runs: this process, or a Dask cluster.
 
-A backend maps a function over partitions of the data and adds up what comes
-back; the functions themselves (``mlnb.backends.tasks``) are the same either
-way, so a study gives the same numbers on both (NB exactly; LR up to the
-parameter mixing that data-parallel training needs, see ``tasks.lr_pass``).
+A backend (an ``Executor``) maps a function over partitions of the data and
+reduces what comes back; it knows no model. The functions themselves
+(``mlnb.engine.tasks``) are the same either way, so a study gives the same
+numbers on both (NB exactly; LR up to the parameter mixing that data-parallel
+training needs, see ``engine.tasks.lr_pass_partition``). The study asks a
+backend what it can do (``Executor.sequential``), never its name.
 
     local : the partitions one after the other in this process (the numba kernels use
             every core inside each step)
@@ -14,10 +16,39 @@ parameter mixing that data-parallel training needs, see ``tasks.lr_pass``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
 from mlnb.backends.local import LocalBackend
 
 
-def open_backend(engine):
+class Executor(Protocol):
+    """What the study loop asks of a backend: its capabilities, a map and a map-reduce."""
+
+    #: True: the tasks run one after another in this process, so that they may share state in memory (an
+    #: aggregator that spills to disk, one file written in order, the one-machine minibatch engine) and
+    #: reading the data here costs nothing more than running the tasks; False: they run at once elsewhere
+    #: (other processes or machines), so that only what they return comes back
+    sequential: bool
+    #: processes the tasks are spread over (1 when sequential)
+    n_workers: int
+
+    def map(self, function: Callable, partitions: Sequence, *args, description: str = "") -> list:
+        """[function(p, *args) for p in partitions], in order."""
+
+    def map_reduce(self, function: Callable, partitions: Sequence, *args, combine: Callable[[Any, Any], Any],
+                   description: str = "") -> Any:
+        """The partitions' results combined pairwise in ``tree_reduce``'s shape."""
+
+    def describe(self) -> dict:
+        """What the run's summary records of the backend."""
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc) -> None: ...
+
+
+def open_backend(engine) -> Executor:
     """The backend ``engine`` (the config's ``[engine]`` table) names; use it as a context manager."""
     if engine.kind == "dask":
         from mlnb.backends.dask import DaskBackend  # dask is imported only when asked for
@@ -28,4 +59,4 @@ def open_backend(engine):
     return LocalBackend()
 
 
-__all__ = ["LocalBackend", "open_backend"]
+__all__ = ["Executor", "LocalBackend", "open_backend"]

@@ -112,7 +112,8 @@ class _NumbaAsLaunched(WorkerPlugin):
 class DaskBackend:
     """Map partitions to a Dask cluster's workers and reduce there."""
 
-    name = "dask"
+    #: the tasks run at once in the workers' processes (``mlnb.backends.Executor.sequential``)
+    sequential = False
 
     def __init__(self, address: str = "", n_workers: int = 2, threads_per_worker: int = 1, timeout: float = 30.0,
                  retries: int = 1):

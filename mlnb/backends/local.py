@@ -11,7 +11,8 @@ from mlnb.backends.reduce import tree_reduce
 class LocalBackend:
     """Map over partitions here; reduce pairwise in the shape the Dask backend uses."""
 
-    name = "local"
+    #: the tasks run one after another in this process (``mlnb.backends.Executor.sequential``)
+    sequential = True
     n_workers = 1
 
     def __enter__(self) -> LocalBackend:

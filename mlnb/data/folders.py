@@ -14,7 +14,7 @@ folder then name, or the labels file's rows. A row is named in messages by the l
 line, or by the folder and the document's 1-based number in its listing. A file that is not text of
 the encoding (a NUL byte, undecodable bytes) is refused in one line naming it; a symbolic link that
 leads out of the folder is refused unless ``follow_links`` says to read it. Texts become counts as
-every text source's do (:func:`mlnb.data.text.vectorize`, vocabulary from the training documents),
+every text source's do (:func:`mlnb.data.text.vectorize_texts`, vocabulary from the training documents),
 read whole (:func:`load_folder_dataset`) or in chunks (:class:`FolderSource`): the same documents,
 ids, split and matrices.
 """

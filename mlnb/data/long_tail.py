@@ -140,9 +140,6 @@ class LongTailCorpus:
         self._check_chunk(i)
         return min(self.chunk_documents, self.n_documents - i * self.chunk_documents)
 
-    def documents_in(self, chunk_ids: Iterable[int]) -> int:
-        return sum(self.chunk_size(i) for i in chunk_ids)
-
     def split(self, test_share: float) -> tuple[range, range]:
         """(training chunk ids, test chunk ids): the last round(test_share · n_chunks) chunks test (at least
         one, and at least one left to train, when 0 < test_share < 1), so the documents are disjoint."""

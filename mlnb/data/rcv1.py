@@ -325,7 +325,7 @@ def _describe_bad_vector_line(path: Path) -> str | None:
 def read_lyrl_vectors(path: Path) -> tuple[sp.csr_matrix, np.ndarray]:
     """(X, document ids) of one vectors file, through scikit-learn's svmlight reader
     (the document id stands where svmlight has its target)."""
-    from sklearn.datasets import load_svmlight_file  # here: importing sklearn.datasets takes ~0.1 s
+    from sklearn.datasets import load_svmlight_file  # here: importing sklearn.datasets is slow
 
     try:
         X, ids = load_svmlight_file(str(path), n_features=N_FEATURES, zero_based=False, dtype=np.float32)

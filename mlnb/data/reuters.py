@@ -18,7 +18,7 @@ LEWISSPLIT="TRAIN" (9,603 stories), test = TOPICS="YES" and LEWISSPLIT="TEST"
 least one training and one test story and the stories with at least one of
 them: 7,770 training / 3,019 test documents from these files (the usually quoted ApteMod
 count is 7,769 training). A document's text is its title, a newline
-and its body, counted by :func:`mlnb.data.text.vectorize` with a vocabulary
+and its body, counted by :func:`mlnb.data.text.vectorize_texts` with a vocabulary
 from the training texts only.
 """
 

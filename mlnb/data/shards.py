@@ -29,10 +29,9 @@ before use, and its values go through ``validate.check_features``.
 Checksums: by default (``verify=True``; ``data.shards.verify``) every file of a shard is checked
 against the manifest's CRC-32 when a source first opens that shard (once per shard per source object,
 so once per process), before it is mapped: a file changed since conversion, even to valid values
-that no structure check can see, is refused. Cost (experiments on 127 MiB of shards, 15.8 M
-non-zeros, page cache warm): CRC-32 runs at ~5.3 GiB/s, so the first pass over the shards takes
-~2× the time of an unverified pass (0.048 s vs 0.024 s), later passes of the same source nothing
-extra; from a cold disk the verification read also warms the cache that the mapped reads then use.
+that no structure check can see, is refused. Cost: the first pass over the shards reads each file
+once more, later passes of the same source nothing extra (measured by experiments/bench_shards.py);
+from a cold disk the verification read also warms the cache that the mapped reads then use.
 
 Writing never loses data: a conversion writes everything (train shards, ``test/``, manifests last)
 into a new staging folder beside the output (``.NAME.partial-PID-RANDOM``), which replaces the output
@@ -98,7 +97,7 @@ def _crc32(path: Path) -> int:
     """zlib's CRC-32 of the file. A large file is read in pieces of ``CRC_PIECE_BYTES`` on a thread
     pool (``os.pread`` and ``zlib.crc32`` let other threads run), the first piece taking the
     remainder, and the pieces' CRCs are combined: the same number as one pass (a 10M-document
-    corpus is 6 GB of shards, which one core checksums at ~2 GB/s)."""
+    corpus is 6 GB of shards, too much for one core; measured by experiments/bench_scale.py)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size <= CRC_PIECE_BYTES or worker_threads() <= 1:

@@ -299,7 +299,7 @@ def parse_sklearn(block: bytes, index_base: int, n_features: int | None,
                   n_categories: int | None) -> ParsedBlock | None:
     """scikit-learn's reading of the block, with the in-memory loader's checks; None if it is wrong."""
     try:
-        from sklearn.datasets import load_svmlight_file  # here: sklearn.datasets costs ~40 ms to import
+        from sklearn.datasets import load_svmlight_file  # here: sklearn.datasets is slow to import
 
         X, label_tuples = load_svmlight_file(io.BytesIO(block), n_features=n_features, dtype=np.float32,
                                              multilabel=True, zero_based=bool(index_base == 0))

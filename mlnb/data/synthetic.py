@@ -50,11 +50,9 @@ from mlnb.errors import MlnbError
 ROOT_CODES = ("C", "E", "G", "M")
 _CHUNK_DOCUMENTS = 50_000
 #: chunks generated at once, at most (each on a thread; numpy's draws and scipy's sorts release the
-#: GIL). Each adds its temporaries to the peak: at RCV1 scale (781k documents) 1,232 MiB one at a
-#: time, 1,353 MiB four at a time (of which X itself is 455 MiB, held twice while stacked); measured
-#: later (peak RSS of the generation alone, 16 threads): 1.32–1.36 GB four at a time, 1.46–1.50 GB
-#: eight, 1.99 GB sixteen. Eight stays below the whole study's peak (1.9–2.1 GB on 2 threads), and on
-#: 16 cores generates the 16 chunks in two rounds, not four
+#: GIL). Each adds its temporaries to the peak (X itself is held twice while stacked); eight stays below
+#: the whole study's peak, and on 16 cores generates the 16 chunks in two rounds, not four (the peaks
+#: measured by experiments/bench_serial.py --study)
 GENERATING_THREADS = 8
 #: one compiled parallel search at a time: it runs on every thread itself
 _SEARCH = threading.Lock()

@@ -192,12 +192,6 @@ def vectorize_texts(train_texts: Sequence[str], test_texts: Sequence[str],
     return Vectorized(counter.transform(train_texts).tocsr(), counter.transform(test_texts).tocsr(), names, features)
 
 
-def vectorize(train_texts: list[str], test_texts: list[str], options: TextOptions = TextOptions()):
-    """(X_train, X_test, feature_names or None) of :func:`vectorize_texts`."""
-    done = vectorize_texts(train_texts, test_texts, options)
-    return done.X_train, done.X_test, done.feature_names
-
-
 # -- the CSV / TSV / JSON-lines reader -----------------------------------------------------------
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv", ".jsonl": "jsonl",
                    ".json": "jsonl", ".ndjson": "jsonl"}

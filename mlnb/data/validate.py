@@ -87,7 +87,7 @@ def check_features(X, where: str = "X", first_line: int | None = None, row_lines
     if X.dtype != np.float32:
         original = X.data
         if X.has_canonical_format:
-            # new values on X's own indices: scipy's astype also copies the indices, ~10× the time
+            # new values on X's own indices: scipy's astype also copies the indices
             X = sp.csr_matrix((original.astype(np.float32), X.indices, X.indptr), shape=X.shape)
         else:
             X = X.astype(np.float32)
@@ -138,12 +138,17 @@ def check_non_negative(X: sp.csr_matrix, where: str = "X", first_line: int | Non
 
 
 def check_labels(Y, where: str = "Y", n_documents: int | None = None, first_line: int | None = None,
-                 row_lines: RowLines = None) -> sp.csr_matrix:
-    """Y as CSR int8 0/1 (documents × categories), with ``n_documents`` rows when given; one
-    MlnbError line otherwise, naming ``where`` and the first offending row."""
+                 row_lines: RowLines = None, *, shape: tuple | None = None) -> sp.csr_matrix:
+    """Y as CSR int8 0/1 (documents × categories), with ``n_documents`` rows when given and of the
+    scores' ``shape`` when given; one MlnbError line otherwise, naming ``where`` and the first
+    offending row."""
+    if Y is None:
+        raise MlnbError(f"{where}: required, got None")
     Y = as_csr(Y, where, "Y")
     if n_documents is not None and Y.shape[0] != n_documents:
         raise MlnbError(f"{where}: expected one row per document ({n_documents}), got shape {Y.shape}")
+    if shape is not None and Y.shape != tuple(shape):
+        raise MlnbError(f"{where}: shape {Y.shape} differs from the scores' {tuple(shape)}")
     bad = np.flatnonzero((Y.data != 0) & (Y.data != 1))
     if bad.size:
         i = int(bad[0])
@@ -164,6 +169,8 @@ def check_labels(Y, where: str = "Y", n_documents: int | None = None, first_line
 def check_scores(scores, where: str = "scores", shape: tuple | None = None) -> np.ndarray:
     """A dense 2-D numeric (documents × categories) score matrix without NaN (±inf allowed: a
     probability of exactly 0 or 1), of ``shape`` when given; one MlnbError line otherwise."""
+    if scores is None:
+        raise MlnbError(f"{where}: required, got None")
     if sp.issparse(scores):
         raise MlnbError(f"{where}: expected a dense documents × categories array, got a sparse matrix")
     try:

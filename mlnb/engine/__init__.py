@@ -5,6 +5,7 @@
     fitting   : every model fitted from documents: ``fit`` in memory, or what its kind declares
                 it learns from in a stream (counts that add, passes of minibatches)
     scoring   : every model's scores of documents, held in memory or spilled to disk
+    tasks     : the per-partition functions an executor (``mlnb.backends``) runs: counts, passes, scores
 
 ``mlnb.study`` runs them in order (fit → score → decide → evaluate); nothing here compares a
 model kind's or a source's name: each stage asks the component what it can do.

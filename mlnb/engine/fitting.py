@@ -48,12 +48,12 @@ import numpy as np
 from sklearn.base import clone
 
 from mlnb import progress, timings
-from mlnb.backends.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, TrainingCounts, add_or_none,
-                                 chunk_pairs, count_partition, finished_naive_bayes, fit_logistic_here,
-                                 fit_logistic_on_worker, lr_pass_partition, mix, sum_partition, worker_groups)
 from mlnb.config import StudyConfig, fit_order
-from mlnb.engine.documents import Documents
 from mlnb.engine.array.fitting import engine_for
+from mlnb.engine.documents import Documents
+from mlnb.engine.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, TrainingCounts, add_or_none,
+                               chunk_pairs, count_partition, finished_naive_bayes, fit_logistic_here,
+                               fit_logistic_on_worker, lr_pass_partition, mix, sum_partition, worker_groups)
 from mlnb.errors import MlnbError, MlnbWarning
 from mlnb.models import KINDS, get_kind
 from mlnb.models._linear import prior_log_odds
@@ -201,7 +201,7 @@ class SourceTrainer:
         self.ran = None  # how the model trained on Dask (DASK_TRAINING), recorded for the report
 
     def _record(self, how: str) -> None:
-        if self.backend.name != "local":
+        if not self.backend.sequential:  # spread over workers: how is worth reporting
             self.ran = how
 
     def label_counts(self) -> tuple[np.ndarray, int]:
@@ -225,7 +225,7 @@ class SourceTrainer:
         order (``count_store.CountAggregator``); on Dask each worker counts whole partitions and the pairs are
         reduced by word range on the workers, each range written as a part of a store
         (``sparse_dask.count_on_dask``), which is read back into memory when it fits the budget."""
-        if self.backend.name == "local":
+        if self.backend.sequential:  # one aggregator, shared by the chunks in order
             aggregator = CountAggregator(self.n_features, self.n_categories, bool(presence), max_count_memory,
                                          self.count_folder)
             for partition in self.partitions:
@@ -253,7 +253,7 @@ class SourceTrainer:
 
     def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None, intercept_init=None):
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)
-        if self.backend.name == "local":
+        if self.backend.sequential:  # the one-machine engine, here
             return fit_logistic_here(job, self.partitions, self.counts, coef_init, intercept_init)
         # the one-machine engine on a worker: the same numbers as here (and always for a model with no state to
         # mix, e.g. solver = "svrg")

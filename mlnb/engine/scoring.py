@@ -29,9 +29,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.backends.spill import spill_prefix
-from mlnb.backends.tasks import Reading, Scoring, merge_spills, score_partitions, scoring_groups
 from mlnb.budget import available_memory
 from mlnb.engine.documents import Documents
+from mlnb.engine.tasks import Reading, Scoring, merge_spills, score_partitions, scoring_groups
 from mlnb.errors import MlnbError
 from mlnb.metrics.streaming import ScoreSpill
 
@@ -117,8 +117,9 @@ def score_spilled(models: dict, documents: Documents, backend, *, rules: dict, c
                           untrainable, calibrations)
         started = time.perf_counter()
         partitions = source.partitions()
-        # one spill per model here; one per partition and model on Dask, merged below
-        groups = scoring_groups(source, [partitions] if backend.name == "local" else [[p] for p in partitions])
+        # one spill per model, written in order, when the tasks run one after another here; else one per
+        # partition and model, written at once by the workers, merged below
+        groups = scoring_groups(source, [partitions] if backend.sequential else [[p] for p in partitions])
         backend.map(score_partitions, groups, scoring, str(root), description="scoring the test documents")
         spills = {}
         for name in models:

@@ -307,8 +307,7 @@ def _schedule(indptr, n: int, group: int = 1):
     categories, the most work first. A category's work is about n + m·log2 m (one pass over its
     documents, the sort of its smaller class, m = min(P, n − P)), so the categories are very
     unequal: dealt out in equal runs of categories, the thread with the large ones worked alone
-    at the end (24 categories of 4M documents, prevalence 0.5 % to 40 % in order: the 2 threads
-    of the streamed tests took as long as 1). Claimed largest first, the last tasks are small.
+    at the end (measured by experiments/bench_delong.py). Claimed largest first, the last tasks are small.
     Which thread computes a category never changes its numbers."""
     from mlnb.metrics.ranking import _largest_first_tasks
 
@@ -438,9 +437,9 @@ def column_blocks(column, K: int, block_bytes: int | None = None, n_threads: int
     Without ``work`` the categories come in order, G consecutive ones a block. With ``work`` ((K,),
     each category's ``ranking.column_work``, known beforehand: a spill's positives), they come the most
     work first, so that a block's categories are of about one size, and G is a multiple of the
-    threads where at least as many fit: each thread of the kernels then has as much work. (At 10M
-    documents three categories fit a block of two threads: one thread computed two and the other
-    waited, 5.6 s of the DeLong tests' 19 s.)
+    threads where at least as many fit: each thread of the kernels then has as much work (three
+    categories in a block of two threads leave one thread waiting; measured by
+    experiments/bench_scale.py).
 
     The G categories of a block are read on ``n_threads`` threads (default: numba's count): a
     streamed study reads them from memory-mapped files, and one thread reading and copying 12 ×

@@ -14,8 +14,8 @@ blocks of rows, marking each document's few labels (Y is sparse) before
 its row; one exponential per pair, e = e^(−|u|), gives both p (1/(1 + e) or
 e/(1 + e)) and softplus(±u) = max(±u, 0) + log1p(e). exp and log1p are
 ``_float64_math``'s (within 1 and 2.2 ulps), computed for a whole row in vector
-lanes before the row is added up: 58 ms with the C library's (a call per pair) →
-36 ms for 50k × 103 on one thread. Sums are float64. Without numba, the same sums
+lanes before the row is added up, not the C library's call per pair (measured by
+experiments/bench_threads.py, the ``evaluate()`` stage). Sums are float64. Without numba, the same sums
 come from the matrix functions of ``mlnb.metrics.classification`` (which the tests
 check against scikit-learn).
 
@@ -51,7 +51,7 @@ if HAVE_NUMBA:
             for q in range(y_indptr[i], y_indptr[i + 1]):
                 positive[y_indices[q]] = True
             # the functions, in vector lanes (a loop with no call and no branch: a loop that also
-            # adds to the sums below did not vectorise, measured 4× slower)
+            # adds to the sums below did not vectorise; experiments/bench_threads.py)
             for k in range(K):
                 z = np.float64(U[i, k])  # U is S itself unless calibrated log-odds are given
                 e = exp_nonpositive(-abs(z))  # one exponential for σ and both softplus terms

@@ -91,7 +91,8 @@ def category_auc_intervals(Y_true, scores, level: float = 0.95, n_threads: int |
 
 def category_auc_intervals_by_column(column, K: int, level: float = 0.95, work=None) -> np.ndarray:
     """``category_auc_intervals`` from ``column(k) -> (y, scores)`` of one category at a time (a
-    streaming study reads them from disk), in blocks as ``uncertainty.auc_intervals_by_column``."""
+    streaming study reads them from disk), in blocks of categories tested in parallel (``_delong.column_blocks``;
+    ``work``: each category's ``ranking.column_work`` where known beforehand, for blocks of even work)."""
     _check_level(level)
     auc, positives, negatives = np.full(K, np.nan), np.zeros(K), np.zeros(K)
     for categories, indptr, indices, (scores,) in column_blocks(column, K, work=work):

@@ -111,7 +111,7 @@ def rank_curve(y_true, scores) -> RankCurve:
     if y.shape != s.shape:
         raise MlnbError(f"y_true has {y.size} values but scores has {s.size}")
     ascending = np.sort(s)
-    positives = np.sort(np.compress(y, s))  # (compress: 6× faster than s[y] for half positives)
+    positives = np.sort(np.compress(y, s))  # (compress, not s[y]: faster; experiments/bench_roc_auc.py)
     if HAVE_NUMBA:
         m = _count_distinct(ascending)
         # made at their final size, the point before any document first: a curve over n documents then
@@ -492,8 +492,8 @@ def column_group(K: int, threads: int, widest: int) -> int:
     per thread: 103 categories in 13 groups of 8 leave 3 of 16 threads idle, and the threads,
     which claim the tasks the largest first (``_largest_first_tasks``), balance their work with
     the small tasks at the end. Fewer columns per group cost more per column (more passes over
-    the rows: on 2 cores, groups of 6 took 1.4× the CPU time of groups of 8), so 2 threads keep
-    8. A column's numbers do not depend on its group or its thread: the same bits."""
+    the rows; measured by experiments/bench_threads.py), so 2 threads keep 8. A column's numbers do
+    not depend on its group or its thread: the same bits."""
     return int(max(1, min(widest, K // max(4 * threads, 1))))
 
 
@@ -545,9 +545,8 @@ def rank_parts(scores: np.ndarray, k: int, rows: np.ndarray, grid: np.ndarray, k
     ``rank_curve``, bit for bit, for ``evaluate``'s thread pool. The column and its positives are gathered
     in one compiled call and the curve, its sums and both grids made in another, both letting other threads
     run, with numpy's two sorts between them: the per-category checks and the dozen small numpy calls of
-    ``rank_curve`` and its functions each took and gave back Python's lock, which the 16 threads of
-    ``evaluate()`` then queued for (on a 16-core machine it took 0.209 s at 16 threads, 0.162 s at 8, with
-    a CPU critical path of 0.056 s)."""
+    ``rank_curve`` and its functions each took and gave back Python's lock, which the many threads of
+    ``evaluate()`` then queued for (measured by experiments/bench_threads.py)."""
     n = scores.shape[0]
     if not HAVE_NUMBA:  # the functions of the curve themselves
         y = np.zeros(n, dtype=bool)

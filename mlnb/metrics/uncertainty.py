@@ -98,9 +98,8 @@ from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics.classification import logit
 from mlnb.metrics.evaluation import caller_exclusions
-from mlnb.metrics._delong import column_blocks, single_statistics
+from mlnb.metrics._delong import single_statistics
 from mlnb.metrics.ranking import _positives_by_column, _with_threads, worker_threads
-from mlnb.metrics.significance import _labels_and_scores
 
 BOOTSTRAP_METRICS = ("macro_auc", "micro_auc", "macro_f1", "micro_f1", "macro_precision", "micro_precision",
                      "macro_recall", "micro_recall")
@@ -285,8 +284,8 @@ if HAVE_NUMBA:
         """``_stable_order`` with each pass counting and scattering ``slices`` slices of the keys in
         parallel, each slice placed after the earlier slices' keys of the same digit (so the order
         does not depend on ``slices``). No serial pass writes the identity order first: at RCV1 scale
-        (16M pooled pairs) that was 128 MB written on one thread, 0.3 s where the pages were new to the
-        process."""
+        (16M pooled pairs) that would be 128 MB written on one thread (measured by
+        experiments/bench_serial.py, the bootstrap)."""
         n = keys.size
         order, spare_keys, spare_order = np.empty(n, dtype=np.int64), np.empty_like(keys), np.empty(n, dtype=np.int64)
         identity = True
@@ -522,8 +521,8 @@ DRAW_PIECE_OUTPUTS = 1 << 15
 
 def _bounded_draws(generator: np.random.Generator, n: int, size: tuple) -> np.ndarray:
     """``generator.integers(0, n, size=size)``: the same int64 numbers, and the generator left in the same
-    state, drawn on every thread (numpy's draws run on one core: 23 ms a block of 25 resamples of 156k
-    documents, 0.7 s of a study's four bootstraps).
+    state, drawn on every thread (numpy's draws run on one core; measured by experiments/bench_serial.py,
+    the bootstrap).
 
     numpy's draw (``random_bounded_uint64_fill`` for a range below 2³²) reads 32-bit numbers from the
     generator (``next_uint32``: a half kept from a 64-bit output before, then the low and the high half
@@ -580,8 +579,8 @@ def _bounded_draws(generator: np.random.Generator, n: int, size: tuple) -> np.nd
 def _count_scratch(B: int, n: int, P: int) -> np.ndarray:
     """(B, n + P) uninitialised counts for ``_stacked_counts_compiled`` (``_draw_counts`` zeroes each row).
     One per bootstrap, not one per block: at 156k test documents it is 66 MB, above malloc's largest
-    mmap threshold (``mlnb._memory``), so each new one was fresh pages, faulted in while the threads
-    counted, and the counting took twice as long (32 against 14 ms a block on 2 threads, measured)."""
+    mmap threshold (``mlnb._memory``), so each new one would be fresh pages, faulted in while the threads
+    count (measured by experiments/bench_threads.py, the bootstrap)."""
     return np.empty((B, n + P), dtype=np.int32 if n < 2 ** 31 else np.int64)
 
 
@@ -625,7 +624,8 @@ def _group_starts_at_or_after(new_group: np.ndarray, cuts: np.ndarray) -> np.nda
     index where none is: ``starts[minimum(searchsorted(starts, cuts), starts.size − 1)]`` of the starts
     ``flatnonzero(new_group)``, whose first is 0. Found by a scan from each cut, which stops at the first
     True (numpy's argmax of booleans), not by listing every start: at RCV1 scale 16M items, whose list
-    (128 MB of fresh pages) and its float copy for the search took ~0.3 s on one core per bootstrap."""
+    (128 MB of fresh pages) and its float copy would be one core's work per bootstrap
+    (experiments/bench_serial.py)."""
     found = np.empty(cuts.size, dtype=np.int64)
     last = None
     for j, cut in enumerate(cuts):
@@ -1006,14 +1006,6 @@ def _percentiles(replicates: dict[str, np.ndarray], level: float) -> dict[str, t
     return intervals
 
 
-def auc_interval(y, scores, level: float = 0.95) -> tuple[float, float]:
-    """One category's DeLong (Wald) interval of its AUC, clipped to [0, 1]; NaN when undefined."""
-    y, s = _labels_and_scores(y, scores)
-    positives = np.flatnonzero(y)
-    return tuple(float(v) for v in _wald(single_statistics(s[:, :1], np.array([0, positives.size]), positives),
-                                          level)[0])
-
-
 def _wald(statistics: np.ndarray, level: float) -> np.ndarray:
     """(K, 2) AUC ∓ z_{(1 + level)/2} √var, clipped to [0, 1], from rows of (AUC, var)."""
     half = norm.ppf(0.5 + level / 2) * np.sqrt(statistics[:, 1])
@@ -1048,13 +1040,3 @@ def auc_confidence_intervals(Y_true, scores, level: float = 0.95, n_threads: int
     statistics, _, _ = category_auc_statistics(Y_true, scores, n_threads)
     return _wald(statistics, level).reshape(-1, 2)
 
-
-def auc_intervals_by_column(column, K: int, level: float = 0.95, work=None) -> np.ndarray:
-    """``auc_confidence_intervals`` from ``column(k) -> (y, scores)`` of one category at a time (a
-    streaming study reads them from disk), in blocks of categories tested in parallel; ``work``:
-    each category's ``ranking.column_work`` where known beforehand (blocks of even work)."""
-    _check_level(level)
-    statistics = np.empty((K, 2))
-    for categories, indptr, indices, (scores,) in column_blocks(column, K, work=work):
-        statistics[categories] = single_statistics(scores, indptr, indices, category_major=True)
-    return _wald(statistics, level).reshape(-1, 2)

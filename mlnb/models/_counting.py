@@ -12,9 +12,8 @@ ordered by their work (the non-zeros they read), largest first: categories are
 very unequal (RCV1's largest holds 47 % of the documents, its smallest a
 handful), and the last tasks claimed are small ones. Claiming rather than
 dealing the tasks out beforehand matters beside another busy process: a thread
-the system holds back delays the task it holds, not its whole share (23k
-documents, load ~3 on 2 cores: two threads dealt their tasks took 64–80 ms,
-against 28–30 ms on one). Each row is still summed by one task in document
+the system holds back delays the task it holds, not its whole share (measured
+by experiments/bench_nb_fit.py). Each row is still summed by one task in document
 order, so the sums do not depend on the thread count.
 
 The all-documents task alone reads every non-zero, a quarter of the pass on RCV1, so one task
@@ -27,8 +26,8 @@ would change the order of their sums.
 
 A category's documents are scattered through X, and each of its rows waited on
 memory: the task asks for the row of the document ``_AHEAD`` places ahead
-before it sums the current one (300k RCV1-shaped documents, one thread: 1.4–1.5×
-faster, measured beside other jobs). The all-documents task reads X in order,
+before it sums the current one (measured by experiments/bench_nb_fit.py). The
+all-documents task reads X in order,
 which the hardware prefetches by itself.
 
 Integer values (counts, presence) are summed in a float32 row that stays in
@@ -36,8 +35,7 @@ the core's cache, half the size of a float64 one, and copied into F's float64
 row when the task ends: exact, since every float32 partial sum is an integer
 below 2^24 (the row is flushed to float64 every (2^24 − 1) / max |x|
 documents, before it could reach 2^24). Other values are summed in float64.
-(One thread, 300k RCV1-shaped documents: 342 against 379 ms of CPU time; no
-difference measurable at 23k, where the flushes weigh more.)
+(Measured by experiments/bench_nb_fit.py.)
 
 While its row is in cache each task also sums it, S_k = Σ_w F_kw, the totals
 the multinomial and complement models normalise by.
@@ -62,8 +60,8 @@ if HAVE_NUMBA:
     from mlnb._atomic import claim as _claim
     from mlnb._prefetch import prefetch_span
 
-# the kernel is ahead of scipy from about a thousand non-zeros (tweets DTM, 3 classes: 0.43 ms against
-# 1.9 ms at 124k non-zeros; 0.11 against 0.22 ms at 8k); below this scipy's path is kept for tiny inputs
+# the kernel is ahead of scipy from about a thousand non-zeros (experiments/bench_multiclass_nb.py); below
+# this scipy's path is kept for tiny inputs
 _NUMBA_MIN_NNZ = 10_000
 
 # float32 holds every integer of magnitude up to 2^24 exactly, and so every sum of such integers that stays there
@@ -141,7 +139,7 @@ if HAVE_NUMBA:
             # a category's documents are scattered through X: ask for the rows ahead, or each waits on memory
             if not everyone and q + _AHEAD < last:
                 _prefetch_document(y_indices[q + _AHEAD], indptr, indices, data)
-            # unsigned places: numba adds no negative-index wrap-around to each access (1.45× faster)
+            # unsigned places: numba adds no negative-index wrap-around to each access (experiments/bench_nb_fit.py)
             begin, end = np.uint64(indptr[i]), np.uint64(indptr[i + 1])
             if not exact32:
                 if squares:
@@ -250,7 +248,7 @@ def _numba_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool, squares: boo
     import numba
 
     # each category's documents, ascending, and N = Yᵀ·1, on every thread (scipy's CSC conversion and sparse
-    # sum took 3.3 ms on one core, of the 12 ms an NB fit of 200k documents spent outside its parallel regions)
+    # sum run on one core; measured by experiments/bench_serial.py)
     category_indptr, category_rows, N = columns_of(Y)
     K, V = Y.shape[1], X.shape[1]
     largest, integer = (1.0, True) if binary or not X.nnz else _value_range(X.data)
@@ -303,47 +301,6 @@ def count_chunk(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = False, square
 if HAVE_NUMBA:
 
     @njit(cache=True)
-    def _totals(indices, data, binary, t, t2):
-        squares = t2.shape[0] > 0
-        for p in range(indices.size):
-            if binary:
-                t[indices[p]] += 1.0 if data[p] > 0 else 0.0
-            else:
-                v = np.float64(data[p])
-                t[indices[p]] += v
-                if squares:
-                    t2[indices[p]] += v * v
-
-
-_NO_SQUARES_1D = np.zeros(0)
-_NO_SQUARES_2D = np.zeros((0, 0))
-
-
-def feature_totals(X: sp.csr_matrix, binary: bool = False) -> np.ndarray:
-    """t = 1ᵀ·X (or 1ᵀ·[X > 0]) as float64 (V,), without a float64 copy of X's values."""
-    t = np.zeros(X.shape[1], dtype=np.float64)
-    if HAVE_NUMBA:
-        _totals(X.indices, X.data, binary, t, _NO_SQUARES_1D)
-        return t
-    weights = (X.data > 0) if binary else X.data
-    return np.bincount(X.indices, weights=weights.astype(np.float64), minlength=X.shape[1])
-
-
-def feature_moments(X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """(t, t2) = (1ᵀ·X, 1ᵀ·(X∘X)) as float64 (V,) each, in one pass over X."""
-    t = np.zeros(X.shape[1], dtype=np.float64)
-    t2 = np.zeros(X.shape[1], dtype=np.float64)
-    if HAVE_NUMBA:
-        _totals(X.indices, X.data, False, t, t2)
-        return t, t2
-    values = X.data.astype(np.float64)  # without numba: one float64 copy of the values
-    return (np.bincount(X.indices, weights=values, minlength=X.shape[1]),
-            np.bincount(X.indices, weights=values * values, minlength=X.shape[1]))
-
-
-if HAVE_NUMBA:
-
-    @njit(cache=True)
     def _column_extremes(indices, data, lo, hi, integer, stored):
         for p in range(indices.size):
             j, v = indices[p], data[p]
@@ -373,16 +330,3 @@ def _use_numba(X: sp.csr_matrix, kernel: str) -> bool:
     if kernel == "numba" and not HAVE_NUMBA:  # pragma: no cover
         raise ImportError("numba is not installed: use kernel = 'scipy'")
     return kernel == "numba" or (kernel == "auto" and HAVE_NUMBA and X.nnz >= _NUMBA_MIN_NNZ)
-
-
-def category_feature_counts(Y: sp.csr_matrix, X: sp.csr_matrix, binary: bool = False,
-                            kernel: str = "auto") -> np.ndarray:
-    """F = Yᵀ·X as a dense float64 (K × V) array; ``binary`` uses [X > 0] for X."""
-    return count_chunk(Y, X, binary=binary, kernel=kernel).F
-
-
-def category_feature_moments(Y: sp.csr_matrix, X: sp.csr_matrix,
-                             kernel: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """(F, F2) = (Yᵀ·X, Yᵀ·(X∘X)) as dense float64 (K × V) arrays, in one pass over X."""
-    counts = count_chunk(Y, X, squares=True, kernel=kernel)
-    return counts.F, counts.F2

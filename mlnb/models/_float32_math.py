@@ -2,9 +2,9 @@ r"""exp, log1p and σ in float32 that compile to vector code (numba), for the LR
 
 Without Intel's SVML (not a dependency), numba turns ``np.exp`` and ``np.log1p`` into one call of
 the C library per element, which no loop vectorises: the sigmoid of the 103 categories of a
-document, two such calls per category, was ~40 % of the documents region of an LR pass (0.2 of
-0.55 s on the 200k set). These two are plain arithmetic, so a loop over categories calling them
-runs 16 lanes at a time.
+document, two such calls per category, was a large share of the documents region of an LR pass
+(measured by experiments/bench_lr_floor.py). These two are plain arithmetic, so a loop over
+categories calling them runs 16 lanes at a time.
 
     exp(x), x ≤ 0:  n = round(x / ln 2),  r = x − n·ln 2 (ln 2 in two parts: r is exact),
                     exp(x) = 2ⁿ · (1 + r + r²·P(r)),  P the Cephes expf polynomial (|r| ≤ ½ ln 2);

@@ -67,17 +67,15 @@ of holding half of it:
    documents in minibatch order, then the update of W_j (and S_j), fused. Each
    thread accumulates in its own G, one block in size and reused block after
    block, so it stays in the core's cache; X_B is never transposed (the former
-   design spent ~20% of a pass in a serial transpose).
+   design's serial transpose was a large share of a pass; experiments/bench_lr_floor.py).
 
 Rows of W (and S, R) are read in the random order of the words: the kernels
 prefetch them a few non-zeros (or words) ahead, so that several are on their way
-from memory at once; this halves the time of the forward product. Region 0 catches
-up the rows it claims a few claims later, their rows prefetched at the claim (listing
-rows and prefetching them took the catch-up from 0.28 to 0.15 s of a pass over 80k
-documents at 1 thread). The links use
-``_float32_math``'s exp and log1p, plain arithmetic that runs 16 categories at a
-time, instead of one C library call per value (the sigmoid went from ~0.2 to
-~0.07 s of a pass over 200k documents).
+from memory at once. Region 0 catches up the rows it claims a few claims later,
+their rows prefetched at the claim. The links use ``_float32_math``'s exp and
+log1p, plain arithmetic that runs 16 categories at a time, instead of one C
+library call per value. (Each measured by experiments/bench_lr_floor.py and
+experiments/bench_lr_regularisation.py.)
 
 Every document's z_i and d_i and every word's g_j is summed by one thread in a
 fixed order (words in order of position, documents in minibatch order), so the
@@ -156,7 +154,7 @@ if HAVE_NUMBA:
 def _update_bias(b, Sb, D, lrate, tau, adagrad, vexp, eps):
     """g_b = 1ᵀ·D / m;  adagrad: S_b += g_b², b −= lrate·τ·g_b / (S_b^vexp + ε) (no step while S_b = 0);
     sgd: b −= lrate·τ·g_b. Compiled where the bits are numpy's (K ≥ 2 for the mean, vexp = ½ for the step):
-    numpy's calls cost ~45 µs a minibatch in a pass, outside the parallel regions."""
+    numpy's dozen calls a minibatch lay outside the parallel regions (experiments/bench_serial.py)."""
     compiled = HAVE_NUMBA and D.ndim == 2 and D.shape[1] > 1 and D.dtype == np.float32 and D.shape[0] > 0
     gb = _column_means(D) if compiled else D.mean(axis=0)  # (K,)
     if compiled and adagrad and vexp == 0.5 and b.dtype == Sb.dtype == np.float32 \
@@ -351,7 +349,7 @@ if HAVE_NUMBA:
     def _sigmoid_row(y_indptr, y_indices, i, D, terms):
         """D_i: z_i -> σ(z_i) − y_i in place; returns Σ_k softplus(z_ik) − y_ik·z_ik.
 
-        Everything stays float32: a float64 constant here makes this loop ~10× slower. exp and
+        Everything stays float32: a float64 constant here would take the loop out of float32 lanes. exp and
         log1p are ``_float32_math``'s, so that the loop over categories runs in vector lanes;
         the softplus terms go to ``terms`` (K, the worker's scratch) and are summed in order after.
         """
@@ -586,8 +584,8 @@ if HAVE_NUMBA:
         otherwise goes on to the other side: with l2 = 0 for the rest of the step, α − r/c, in the same loop;
         with l2 > 0 those coordinates (marked in ``onward``, K) take the float64 step (``step_with_l1``, which
         finds the time w reaches 0, a log1p) after the loop. The float32 closed form agrees with the float64 step
-        to float32 rounding (tested against a dense float64 oracle); per coordinate in float64 it cost 4.3–4.6× a
-        pass."""
+        to float32 rounding (tested against a dense float64 oracle); per coordinate in float64 it cost several
+        passes' time (measured by experiments/bench_lr_regularisation.py)."""
         K = W.shape[1]
         zero, one, tiny = np.float32(0.0), np.float32(1.0), np.float32(1e-30)
         n_onward = 0
@@ -794,8 +792,8 @@ if HAVE_NUMBA:
 
         overflowed[w] is set to 1 when worker w leaves an infinite or NaN weight in a row it
         updated (W_bits is W viewed as uint32: exponent bits all ones). Only updated rows can
-        change, so a pass need not scan all of W afterwards (V × K values, ~1.3 ms for RCV1's
-        shape: a tenth of a small fit). Bits, not ``np.isfinite``: under fastmath the compiler
+        change, so a pass need not scan all of W afterwards (V × K values: a large share of a small fit;
+        experiments/bench_serial.py). Bits, not ``np.isfinite``: under fastmath the compiler
         may assume that no float is infinite or NaN and fold such a test away."""
         m, K = D.shape
         n_blocks = cuts.shape[0] - 1

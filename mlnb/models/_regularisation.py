@@ -169,9 +169,9 @@ if HAVE_NUMBA:
                     phi_y = one - c2 * y * (one - c3 * y * (one - c4 * y))
                     W[j, k] = e * W[j, k] - alpha[k] * phi_y * g[k]
             else:
-                # α·φ(y) = (1 − e^(−y))/l2: one exp per coordinate and a product, no quotient (the row step with
-                # float32 arguments, one thread: 1.7–1.9 → 1.2 ns a coordinate; an LR pass 0.448 → 0.404 s on
-                # 2 threads); 1 − e^(−y) from the polynomial without its 1 below ½ ln 2, where 1 − e would
+                # α·φ(y) = (1 − e^(−y))/l2: one exp per coordinate and a product, no quotient (measured by
+                # experiments/bench_lr_regularisation.py); 1 − e^(−y) from the polynomial without its 1 below
+                # ½ ln 2, where 1 − e would
                 # cancel; 1/l2 held below float32's largest, so that a coordinate with no step yet (α = 0) gets
                 # 0·(1/l2)·g = 0
                 per_l2 = np.float32(min(1.0 / np.float64(l2), FLOAT32_LARGEST))
@@ -207,8 +207,9 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def uniform_step_terms_lanes(alpha, l2, shrink, step, n):
-        """shrink[c], step[c] = ``uniform_step_terms``(alpha[c], l2) for c < n, in vector lanes: ~0.5 ns a row
-        against ~8–15 ns one row at a time, whose exponential and expm1 wait on each other's polynomials (most
-        rows of an RCV1-shaped fit have y = l2·α between 0.01 and 0.1, the exponential's range)."""
+        """shrink[c], step[c] = ``uniform_step_terms``(alpha[c], l2) for c < n, in vector lanes, not one row at
+        a time, whose exponential and expm1 wait on each other's polynomials (most rows of an RCV1-shaped fit
+        have y = l2·α between 0.01 and 0.1, the exponential's range; measured by
+        experiments/bench_lr_regularisation.py)."""
         for c in range(n):
             shrink[c], step[c] = uniform_step_terms(alpha[c], l2)

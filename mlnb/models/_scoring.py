@@ -3,8 +3,8 @@ r"""Scores of every document for every category: Z = X·W + b, one sparse × den
 scipy's CSR × dense product runs on one core. The numba kernel below computes
 the same sums in the same order (each row's non-zeros in index order, the
 category loop innermost over a contiguous row of W), in parallel on every core
-over pieces of rows that the threads claim in turn; it measured 3.6× scipy on
-781k × 47k × 103 (experiments/bench.py). With ``binary`` it treats every
+over pieces of rows that the threads claim in turn (measured against scipy by
+experiments/bench.py). With ``binary`` it treats every
 stored value as 1 (word presence) without copying X.
 
 A document's scores must not depend on what else is scored with it (a streamed

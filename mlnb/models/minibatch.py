@@ -88,8 +88,7 @@ def minibatch_views(X: sp.csr_matrix, Y: sp.csr_matrix, order: np.ndarray, bound
     X's non-zeros (at least one minibatch), and each minibatch is a view of its group's arrays (its indptr
     shifted to 0). One copy of many rows keeps every thread busy, where a minibatch's own copy did not: the
     rows lie in a random order through the corpus, and a copy of 1,000 of them is over before the threads are
-    (a pass's minibatches of 200k RCV1-shaped documents, minimum of 9: one by one 48–50 ms on one thread and
-    45–46 ms on two; in groups 45 and 29 ms)."""
+    (measured by experiments/bench_serial.py)."""
     if not HAVE_NUMBA:  # pragma: no cover
         for a, e in zip(bounds[:-1], bounds[1:]):
             yield take_rows(X, order[a:e]), take_rows(Y, order[a:e])
@@ -122,8 +121,8 @@ def _rows_view(arrays: tuple, r0: int, r1: int, columns: int, empty: dict) -> sp
     """Rows r0 … r1 − 1 of CSR arrays (int64 indptr, indices, data): a CSR matrix with int32 indptr (from 0),
     sharing the indices and values. Its arrays are set on a shallow copy of an empty matrix of its shape and
     dtype (made once, kept in ``empty``): scipy's constructor copies a view of a much larger array
-    (``_prune_array``), a serial copy of the minibatch, and even an empty matrix costs ~10 µs to construct
-    (1,000 RCV1-shaped documents, alone and in cache: 14.5 µs the first way, 1.7 µs this way)."""
+    (``_prune_array``), a serial copy of the minibatch, and even constructing an empty matrix runs scipy's
+    checks (timed by hand, no script: experiments/README.md)."""
     indptr, indices, data = arrays
     p0, p1 = indptr[r0], indptr[r1]
     shape = (r1 - r0, columns)

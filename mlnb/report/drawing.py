@@ -1,9 +1,8 @@
 """A study's figures drawn in other processes on a machine with many cores, each figure on one.
 
 Drawing is Python that holds Python's lock (matplotlib's layout, ticks and text), so threads cannot
-share it out: the seven figures of the quickstart took 0.9 s on one core of a study that ran 20 s on two
-threads (``experiments/bench_serial.py --study``), about as long as every figure, whatever the
-data's size. On a machine with ``PROCESSES_FROM_THREADS`` threads or more (numba's count: every core
+share it out, and each figure takes about as long whatever the data's size (measured by
+``experiments/bench_serial.py --study``). On a machine with ``PROCESSES_FROM_THREADS`` threads or more (numba's count: every core
 unless NUMBA_NUM_THREADS says otherwise), ``draw`` hands each figure to a worker process instead, and
 the figures are drawn side by side.
 

@@ -52,12 +52,6 @@ def git_state() -> tuple[str | None, bool | None]:
         return None, None
 
 
-def git_commit() -> str | None:
-    """The commit, with '-dirty' when tracked files have changed since."""
-    commit, dirty = git_state()
-    return None if commit is None else commit + ("-dirty" if dirty else "")
-
-
 def provenance(command: str | None = None, config=None, fingerprint: dict | None = None) -> dict:
     """When, with what, by which command and from which folder a result was made; with a study
     ``config``, the fingerprint of the files it reads: ``fingerprint``, taken when the run read them

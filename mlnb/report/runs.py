@@ -256,11 +256,6 @@ def scan_runs(root) -> tuple[list[RunEntry], list[Skipped]]:
     return sorted(found, key=lambda entry: (entry.created, str(entry.folder))), skipped
 
 
-def find_runs(root) -> list[RunEntry]:
-    """The results folders under ``root`` that can be listed (``scan_runs``), oldest first."""
-    return scan_runs(root)[0]
-
-
 def headline_text(entry: RunEntry) -> str:
     """'macro AUC: nb 0.8229, lr 0.8615' (a metric per '; ')."""
     parts = []

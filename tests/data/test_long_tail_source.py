@@ -8,7 +8,6 @@ tests/data/test_source_contract.py.
 """
 
 import json
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,12 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from mlnb import budget
-from mlnb.backends import tasks
 from mlnb.cli import app
 from mlnb.config import DataConfig, load_config
 from mlnb.data.long_tail_stream import GENERATOR_BLOCK, LongTailSource, corpus
-from mlnb.data.sources import SOURCES, describe_split, load_dataset, open_streams
+from mlnb.data.sources import SOURCES, describe_split, load_dataset
 from mlnb.data.stream import concatenate
+from mlnb.engine import tasks
 from mlnb.engine.fitting import mixing_pieces
 from mlnb.errors import MlnbError
 

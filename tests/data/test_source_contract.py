@@ -20,6 +20,7 @@ from sklearn.datasets import dump_svmlight_file
 
 from mlnb.config import DataConfig, FeaturesConfig
 from mlnb.data.hashing import split_mask
+from mlnb.data.registry import LABELS, DataShape
 from mlnb.data.shards import convert
 from mlnb.data.sources import SOURCES, describe_split, load_dataset, open_streams
 from mlnb.data.stream import SvmlightSource, concatenate
@@ -242,6 +243,95 @@ def test_every_registered_source_is_in_the_contract():
     covered = {STREAMED[case][0] for case in STREAMED} | {WHOLE[case][0] for case in WHOLE}
     assert covered == set(SOURCES)
     assert {STREAMED[case][0] for case in STREAMED} == {name for name, s in SOURCES.items() if s.streams}
+
+
+# -- what a source declares: its labels, its shape before reading, its own task checks ---------------
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_every_source_declares_its_labels_and_its_shape(name):
+    source = SOURCES[name]
+    options = source.options()
+    assert source.labels is not None and source.labels_of(options) in LABELS
+    for features in (FeaturesConfig(), FeaturesConfig(vectorizer="hashing", hash_features=4096), None):
+        shape, keys = source.shape(options, DataConfig(source=name, **{name: options}), features)
+        assert isinstance(shape, DataShape) and set(keys) <= {"n_documents", "n_features", "n_categories", "nnz"}
+        for size, key in (("n_features", "n_features"), ("n_categories", "n_categories"), ("n_train", "n_documents")):
+            if getattr(shape, size) is not None:  # a size known before reading names the key that set it
+                assert keys.get(key), (size, keys)
+        if source.prunes_vocabulary and features is not None and features.vectorizer == "hashing":
+            assert shape.n_features == 4096 and keys["n_features"] == "features.hash_features = 4096"
+    source.check_task(options, "multilabel")  # the defaults pass the source's own checks
+    if source.labels_of(options) != "multi":
+        source.check_task(options, "multiclass")
+
+
+def test_a_source_without_its_declarations_is_refused():
+    from mlnb.data.registry import SourceKind, unknown_shape
+
+    kwargs = dict(name="x", options=object, help="", load=lambda s, r: None)
+    with pytest.raises(ValueError, match="labels = None"):
+        SourceKind(**kwargs, shape=unknown_shape)
+    with pytest.raises(ValueError, match="declare its shape"):
+        SourceKind(**kwargs, labels="multi")
+    with pytest.raises(ValueError, match="labels = 'several'"):
+        SourceKind(**kwargs, labels="several", shape=unknown_shape)
+
+
+def test_labels_set_by_an_option_follow_it():
+    text, files = SOURCES["text"], SOURCES["files"]
+    assert text.labels_of(text.options(labels="multi")) == "multi"
+    assert text.labels_of(text.options(labels="single")) == "single"
+    assert files.labels_of(files.options()) == "single"  # one sub-folder per category
+    assert files.labels_of(files.options(labels_path="labels.csv")) == "either"
+    with pytest.raises(MlnbError, match=r"data.text.negative_labels = \['ham'\]: .*every label is a class"):
+        text.check_task(text.options(negative_labels=["ham"]), "multiclass")
+    text.check_task(text.options(negative_labels=["ham"]), "multilabel")
+
+
+@pytest.mark.parametrize("case", ["svmlight one file", "text csv, count", "text jsonl, stop words", "files by category",
+                                  "shards", "svmlight test file"])
+def test_mlnb_init_detects_each_source_by_its_own_detector(files, case):
+    """The detector a source declares (``SourceKind.detect``) recognises its data; the options it finds read them."""
+    from mlnb.data.sources import detect_data
+
+    source, options, _, _ = STREAMED[case]
+    found = detect_data(files / options["path"])
+    assert found.source == source and SOURCES[source].detect is not None
+    assert found.options["path"] == str(files / options["path"])
+    if "test_path" in options:
+        assert found.options["test_path"] == str(files / options["test_path"])
+    config = DataConfig(source=source, **{source: SOURCES[source].options(**found.options)})
+    assert load_dataset(config, SEED).n_documents == found.n_documents
+
+
+def test_the_detectors_are_asked_in_a_declared_order():
+    orders = [source.detect_order for source in SOURCES.values() if source.detect is not None]
+    assert len(orders) >= 5 and len(set(orders)) == len(orders)
+
+
+# sources whose shape the config gives before reading: (options, [data] keys)
+KNOWN_SHAPES = {
+    "synthetic": ("synthetic", dict(n_documents=401, n_features=300, n_categories=6, words_per_document=20),
+                  dict(test_fraction=0.3)),
+    "long_tail": ("long_tail", dict(n_documents=600, n_features=300, n_categories=40, words_per_document=12),
+                  dict(test_fraction=0.3)),
+}
+
+
+@pytest.mark.parametrize("case", list(KNOWN_SHAPES))
+def test_a_declared_shape_is_what_loading_gives(case):
+    """Features, categories and documents exactly; the test part as the hash split expects it (within 4 binomial
+    standard deviations); nnz, an estimate from words_per_document, within 15 %."""
+    name, options, data_keys = KNOWN_SHAPES[case]
+    config = data_config(None, name, options, data_keys)
+    source = SOURCES[name]
+    shape, keys = source.shape(getattr(config, name), config, FeaturesConfig())
+    assert None not in shape and set(keys) == {"n_documents", "n_features", "n_categories", "nnz"}
+    dataset = load_dataset(config, SEED)
+    n, fraction = dataset.n_documents, config.test_fraction
+    assert (shape.n_train + shape.n_test, shape.n_features, shape.n_categories) == (n, dataset.n_features,
+                                                                                     dataset.n_categories)
+    assert abs(dataset.test_index.size - shape.n_test) <= 4 * (n * fraction * (1 - fraction)) ** 0.5
+    assert dataset.X.nnz == pytest.approx(shape.nnz, rel=0.15)
 
 
 # -- a bad line: one line naming file:LINE, the same whole and streamed ------------------------------

@@ -35,6 +35,7 @@ def test_a_source_without_row_ranges_keeps_its_partitions_whole():
     assert mixing_pieces(partitions, 100, reads_row_ranges=False) == partitions
 
 
+@pytest.mark.slow
 def test_mixing_rarer_than_asked_is_one_warning(tmp_path):
     pytest.importorskip("distributed")
     from mlnb.study import run_study
@@ -82,14 +83,14 @@ def test_a_model_with_nothing_to_mix_runs_on_one_worker_when_mixing_is_asked():
     state to average, so the trainer runs them whole on one worker, as with "one_worker"."""
     from types import SimpleNamespace
 
-    from mlnb.backends.tasks import fit_logistic_on_worker
     from mlnb.engine.fitting import SourceTrainer
+    from mlnb.engine.tasks import fit_logistic_on_worker
     from mlnb.models.logistic import LogisticRegression
 
     calls = []
 
     class Backend:
-        name, n_workers = "dask", 2
+        sequential, n_workers = False, 2
 
         def map(self, function, items, *args, description=""):
             calls.append(function)
@@ -101,13 +102,13 @@ def test_a_model_with_nothing_to_mix_runs_on_one_worker_when_mixing_is_asked():
     assert LogisticRegression().mixes_parameters and not LogisticRegression(solver="svrg").mixes_parameters
 
 
-@pytest.mark.parametrize("asked, solver, backend_name, ran", [
-    ("one_worker", "minibatch", "dask", "one_worker"),
-    ("mixing", "minibatch", "dask", "mixing"),
-    ("mixing", "svrg", "dask", "one_worker"),  # nothing to mix: what ran, not what was asked
-    ("mixing", "minibatch", "local", None),
+@pytest.mark.parametrize("asked, solver, sequential_backend, ran", [
+    ("one_worker", "minibatch", False, "one_worker"),
+    ("mixing", "minibatch", False, "mixing"),
+    ("mixing", "svrg", False, "one_worker"),  # nothing to mix: what ran, not what was asked
+    ("mixing", "minibatch", True, None),
 ])
-def test_the_trainer_records_how_the_model_trained(monkeypatch, asked, solver, backend_name, ran):
+def test_the_trainer_records_how_the_model_trained(monkeypatch, asked, solver, sequential_backend, ran):
     """The report's sentence on Dask comes from this record (``dask_training_``), not from the config."""
     from types import SimpleNamespace
 
@@ -115,7 +116,7 @@ def test_the_trainer_records_how_the_model_trained(monkeypatch, asked, solver, b
     from mlnb.models.logistic import LogisticRegression
 
     class Backend:
-        name, n_workers = backend_name, 2
+        sequential, n_workers = sequential_backend, 2
 
         def map(self, function, items, *args, description=""):
             return [SimpleNamespace(done=True)]

@@ -41,9 +41,9 @@ def test_each_spill_reserves_room_for_the_test_documents_expected_and_never_grow
     so far (at 10M documents, several times the scores' gigabytes rewritten by one thread)."""
     import scipy.sparse as sp
 
-    from mlnb.backends.tasks import scoring_groups
     from mlnb.data.stream import SelectedSource
     from mlnb.engine.documents import StreamedDocuments
+    from mlnb.engine.tasks import scoring_groups
     from mlnb.metrics.streaming import INITIAL_CAPACITY, ScoreSpill
     from tests.engine.conftest import MatrixSource
 

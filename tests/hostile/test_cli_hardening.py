@@ -69,9 +69,9 @@ def test_debug_shows_the_traceback_before_the_line(monkeypatch):
 
     monkeypatch.setattr("mlnb.config.load_config", load_config)
     monkeypatch.delenv("MLNB_DEBUG", raising=False)
-    from mlnb import cli
+    from mlnb import cli_process
 
-    monkeypatch.setattr(cli, "_DEBUG", {"on": False}, raising=False)
+    monkeypatch.setattr(cli_process, "DEBUG", {"on": False})
     result = invoke("--debug", "show-config", QUICKSTART)
     assert result.exit_code == 2
     assert "Traceback (most recent call last)" in result.output and "in load_config" in result.output
@@ -255,6 +255,7 @@ def silent_server():
     server.close()
 
 
+@pytest.mark.slow
 def test_a_server_that_is_not_dask_is_given_up_after_engine_timeout(silent_server):
     pytest.importorskip("distributed")
     done, seconds = _child(f"""
@@ -282,6 +283,7 @@ def test_a_malformed_address_is_one_line():
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_while_the_shared_arguments_travel_does_not_hang_the_run():
     """One worker stopped, a map with a large shared argument started, then the worker killed: the
     arguments must not wait on a copy to the dead worker (broadcast replication retried it for ever)."""
@@ -310,6 +312,7 @@ def test_a_worker_killed_while_the_shared_arguments_travel_does_not_hang_the_run
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_a_killed_scheduler_is_one_line_within_engine_timeout(tmp_path):
     pytest.importorskip("distributed")
     done, seconds = _child(f"""

@@ -130,7 +130,7 @@ def test_a_study_failing_after_the_check_leaves_no_empty_folder(tmp_path):
 
 # 2. Ctrl-C and SIGTERM -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("signum, code", [pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow), (signal.SIGINT, 130)])
 def test_signal_during_a_run_in_a_real_process(tmp_path, signum, code):
     """The exit code is 128 + the signal number (143 for SIGTERM, 130 for Ctrl-C), after one line."""
     process = subprocess.Popen([sys.executable, "-m", "mlnb_entry", "run", QUICKSTART, "--out", str(tmp_path),
@@ -153,7 +153,7 @@ def test_a_signal_that_arrives_inside_a_callback_from_c_still_ends_the_command(s
     the signal. The command must still end by it, in the ordinary code after the callback."""
     import ctypes
 
-    from mlnb.cli import Interrupted, _signals_as_interrupts
+    from mlnb.cli_process import Interrupted, signals_as_interrupts
 
     compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
 
@@ -166,7 +166,7 @@ def test_a_signal_that_arrives_inside_a_callback_from_c_still_ends_the_command(s
     handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     hook = sys.unraisablehook
     with pytest.raises(Interrupted) as stopped:
-        with _signals_as_interrupts():
+        with signals_as_interrupts():
             ctypes.CDLL(None).qsort(numbers, 2, ctypes.sizeof(ctypes.c_int), signalled)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:  # the ordinary code after the callback, where it must land
@@ -182,7 +182,7 @@ _CUT_BETWEEN_FREE_AND_MARK = """
 import inspect, os, signal, sys, time
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
-from mlnb.cli import Interrupted, _signals_as_interrupts
+from mlnb.cli_process import Interrupted, signals_as_interrupts
 
 close = ffi.OutputString.close
 lines, first = inspect.getsourcelines(close)
@@ -201,7 +201,7 @@ def tracer(frame, event, arg):
     return None
 
 try:
-    with _signals_as_interrupts():
+    with signals_as_interrupts():
         sys.settrace(tracer)
         text = str(module)  # OutputString: LLVMPY_PrintModuleToString, str(), close()
         sys.settrace(None)
@@ -231,6 +231,7 @@ def test_a_signal_inside_llvmlite_waits_until_its_object_is_consistent(signum):
     assert result.stdout == f"printed True\ninterrupted {int(signum)}\n"
 
 
+@pytest.mark.slow
 def test_the_finalizers_an_interrupt_cut_short_fail_quietly(monkeypatch):
     """An Interrupted raised inside a finalizer (llvmlite's ObjectRef.close, between deleting its
     _as_parameter_ and marking itself closed) leaves an object that fails when it is finalised again: a
@@ -239,7 +240,7 @@ def test_the_finalizers_an_interrupt_cut_short_fail_quietly(monkeypatch):
     without an interrupt a failing finalizer still reaches the hook that was there before."""
     import gc
 
-    from mlnb.cli import Interrupted, _signals_as_interrupts
+    from mlnb.cli_process import Interrupted, signals_as_interrupts
 
     class CutShort:
         def __init__(self):
@@ -252,19 +253,19 @@ def test_the_finalizers_an_interrupt_cut_short_fail_quietly(monkeypatch):
     monkeypatch.setattr(sys, "unraisablehook", lambda report: reported.append(repr(report.exc_value)))
     hook = sys.unraisablehook
     with pytest.raises(Interrupted):
-        with _signals_as_interrupts():
+        with signals_as_interrupts():
             CutShort()
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)  # the handler raises here
     gc.collect()
     assert reported == [] and sys.unraisablehook is hook
-    with _signals_as_interrupts():
+    with signals_as_interrupts():
         CutShort()
         gc.collect()
     assert reported == ["AttributeError('_as_parameter_')"]
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("signum, code", [pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow), (signal.SIGINT, 130)])
 def test_signal_while_the_folder_is_written_removes_the_staging_folder(tmp_path, hostile_data, monkeypatch,
                                                                        signum, code):
     from mlnb.report import plots
@@ -285,6 +286,7 @@ def test_signal_while_the_folder_is_written_removes_the_staging_folder(tmp_path,
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # restored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["mlnb.report.html.refresh_index", "mlnb.report.tables.format_summary"])
 def test_signal_after_the_folder_is_in_place_says_done_and_keeps_it(tmp_path, hostile_data, monkeypatch, where):
     """A SIGINT at the very end (the index page rewritten, the summary printed) said 'interrupted', exit 130,
@@ -322,6 +324,7 @@ def test_keyboard_interrupt_at_start_up(tmp_path, monkeypatch, command):
 
 # 3. compare reads completed folders only --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_compare_refuses_partial_and_incomplete_folders(tmp_path, hostile_data):
     done = completed_run(tmp_path / "runs", hostile_data)
     partial = done.parent / ".partial-k3j2h1"
@@ -376,7 +379,7 @@ def test_write_csv_neutralises_text_and_keeps_numbers(tmp_path):
     assert (tmp_path / "plain.csv").read_text() == "name,n\nx,-1\n"  # without a CR nothing is quoted
 
 
-@pytest.mark.parametrize("task", ["multilabel", "multiclass"])
+@pytest.mark.parametrize("task", ["multilabel", pytest.param("multiclass", marks=pytest.mark.slow)])
 def test_category_names_from_data_cannot_become_formulas(tmp_path, hostile_data, task):
     extra = ["--set", f"task={task}"] + (["--set", "eval.decision=scut"] if task == "multilabel" else [])
     folder = completed_run(tmp_path / "runs", [*hostile_data, *extra])
@@ -400,7 +403,7 @@ def test_an_interrupt_inside_a_compiled_call_is_still_an_interrupt(capsys):
     exception set') with the KeyboardInterrupt as its context: still 'interrupted' and exit 130, not exit 2."""
     import typer
 
-    from mlnb.cli import _interruptible
+    from mlnb.cli_process import interruptible
 
     def compiled_call_interrupted():
         try:
@@ -408,7 +411,7 @@ def test_an_interrupt_inside_a_compiled_call_is_still_an_interrupt(capsys):
         except KeyboardInterrupt:
             raise SystemError("CPUDispatcher(...) returned a result with an exception set") from None
 
-    command = _interruptible(lambda: compiled_call_interrupted())
+    command = interruptible(lambda: compiled_call_interrupted())
     with pytest.raises(typer.Exit) as stop:
         command()
     assert stop.value.exit_code == 130 and capsys.readouterr().err.strip() == "interrupted"

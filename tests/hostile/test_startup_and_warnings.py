@@ -55,6 +55,7 @@ def test_signal_during_the_imports(tmp_path, signum, code):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_entry_point_runs_the_cli(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mlnb_entry", "run", str(tmp_path / "none.toml")], cwd=PROJECT,
                           capture_output=True, text=True, timeout=120)
@@ -109,7 +110,7 @@ def test_a_signal_while_a_command_gives_its_handlers_back_goes_to_the_previous_h
     """A SIGTERM between the two calls that give SIGINT's and SIGTERM's handlers back used to run the command's
     handler, which ignores both for its clean-up: the process then ignored SIGINT from there on, and so did
     every child it started (a later test's `mlnb run` child let Ctrl-C pass and ran to the end)."""
-    from mlnb import cli
+    from mlnb import cli_process
 
     received = []
     previous_int, previous_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
@@ -125,11 +126,11 @@ def test_a_signal_while_a_command_gives_its_handlers_back_goes_to_the_previous_h
         return done
 
     try:
-        monkeypatch.setattr(cli.signal, "signal", signal_then_a_sigterm)
+        monkeypatch.setattr(cli_process.signal, "signal", signal_then_a_sigterm)
         try:
-            with cli._signals_as_interrupts():
+            with cli_process.signals_as_interrupts():
                 pass
-        except cli.Interrupted:
+        except cli_process.Interrupted:
             pytest.fail("the SIGTERM reached the command's handler after the command had ended")
         monkeypatch.undo()
         assert received == [signal.SIGTERM]  # delivered to the handler that was there before the command

@@ -13,9 +13,10 @@ from sklearn.metrics import roc_auc_score
 from mlnb._numba import HAVE_NUMBA
 from mlnb.errors import MlnbError
 from mlnb.metrics import _delong
+from mlnb.metrics.auc_intervals import category_auc_intervals_by_column
 from mlnb.metrics.ranking import column_work
 from mlnb.metrics.significance import delong_covariance, delong_test, delong_tests, delong_tests_by_column
-from mlnb.metrics.uncertainty import auc_confidence_intervals, auc_interval, auc_intervals_by_column
+from mlnb.metrics.uncertainty import auc_confidence_intervals
 
 PATHS = [True, False] if HAVE_NUMBA else [False]
 
@@ -84,8 +85,8 @@ def test_hand_worked_paired_variance_and_interval():
     result = delong_test(y, a, b)
     assert (result.auc_a, result.auc_b) == (16.5 / 20, 12.5 / 20)  # exact: 2U / (2 m n)
     assert result.variance == pytest.approx(11 / 640, abs=1e-15)
-    assert auc_interval(y, a, 0.5) == pytest.approx((0.825 - norm.ppf(0.75) * np.sqrt(203 / 9600),
-                                                     0.825 + norm.ppf(0.75) * np.sqrt(203 / 9600)), abs=1e-15)
+    assert tuple(auc_confidence_intervals(y, a, 0.5)[0]) == pytest.approx(
+        (0.825 - norm.ppf(0.75) * np.sqrt(203 / 9600), 0.825 + norm.ppf(0.75) * np.sqrt(203 / 9600)), abs=1e-15)
 
 
 def test_degenerate_categories():
@@ -93,7 +94,7 @@ def test_degenerate_categories():
     # no positive, no negative: all NaN; one positive: AUCs but no variance
     for y in ([0, 0, 0, 0], [1, 1, 1, 1]):
         assert np.isnan(list(vars(delong_test(y, a, a[::-1])).values())).all()
-        assert np.isnan(auc_interval(y, a)).all()
+        assert np.isnan(auc_confidence_intervals(y, a)).all()
     one = delong_test([1, 0, 0, 0], a, [2.0, 1.0, 3.0, 0.0])
     assert (one.auc_a, one.auc_b) == (1.0, 2 / 3) and np.isnan([one.variance, one.z, one.p_value]).all()
     # constant against perfectly separating: the components differ by ½ everywhere, variance 0, z = +inf
@@ -104,6 +105,7 @@ def test_degenerate_categories():
     assert (same.variance, same.z, same.p_value) == (0.0, 0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_tables_equal_per_category_tests_and_column_by_column():
     rng = np.random.default_rng(4)
     n, K = 500, 11
@@ -125,11 +127,8 @@ def test_tables_equal_per_category_tests_and_column_by_column():
     by_work = delong_tests_by_column(lambda k: (Y[:, k], a[:, k], b[:, k]), K, work=work)
     np.testing.assert_array_equal(by_work.to_numpy(), table.to_numpy())
     intervals = auc_confidence_intervals(Y, a, level=0.9)
-    np.testing.assert_array_equal(auc_intervals_by_column(lambda k: (Y[:, k], a[:, k]), K, level=0.9), intervals)
-    np.testing.assert_array_equal(auc_intervals_by_column(lambda k: (Y[:, k], a[:, k]), K, level=0.9, work=work),
-                                  intervals)
     for k in range(K):
-        np.testing.assert_array_equal(intervals[k], auc_interval(Y[:, k], a[:, k], 0.9))
+        np.testing.assert_array_equal(intervals[k], auc_confidence_intervals(Y[:, k], a[:, k], 0.9)[0])
     # delong_covariance's one-column variance is the interval's
     auc, covariance = delong_covariance(Y[:, 5], a[:, 5])
     assert covariance[0, 0] == pytest.approx(_reference(Y[:, 5], a[:, 5])[1], abs=1e-15)
@@ -166,11 +165,12 @@ def test_column_by_column_checks_its_input():
     with pytest.raises(MlnbError, match="NaN"):
         delong_tests_by_column(lambda k: (y, a, a), 1)
     with pytest.raises(MlnbError, match="category 1"):
-        auc_intervals_by_column(lambda k: (y, np.ones(3 + k)), 2)
+        category_auc_intervals_by_column(lambda k: (y, np.ones(3 + k)), 2)
     with pytest.raises(MlnbError, match="NaN"):
         auc_confidence_intervals(y, a)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_same_numbers_for_one_and_two_numba_threads(output_with_numba_threads):
     script = textwrap.dedent("""

@@ -169,8 +169,8 @@ def presence(X):
 
 class InMemoryTrainer:
     """A ``StreamTrainer`` over chunks held in memory, doing what the study's does over a source: NB
-    counts summed by ``partial_fit`` chunk by chunk (``backends.tasks.count_partition``), and the
-    minibatch engine's ``fit_stream`` over the chunks (``backends.tasks.fit_logistic_here``).
+    counts summed by ``partial_fit`` chunk by chunk (``engine.tasks.count_partition``), and the
+    minibatch engine's ``fit_stream`` over the chunks (``engine.tasks.fit_logistic_here``).
 
     Its buffer holds every chunk (``buffer_chunks``), so the engine visits the documents in the very
     order ``fit`` does (``minibatch.ChunkStreamSource``): a streamed minibatch fit must then equal
@@ -200,7 +200,7 @@ class InMemoryTrainer:
         return model
 
     def count_pairs(self, presence, max_count_memory):
-        from mlnb.backends.tasks import chunk_pairs
+        from mlnb.engine.tasks import chunk_pairs
 
         return self.sum_over_chunks(chunk_pairs, presence)
 

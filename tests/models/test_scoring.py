@@ -38,12 +38,12 @@ def test_binary_scoring_does_not_change_X(small_corpus):
 
 @pytest.mark.parametrize("binary", [False, True])
 def test_count_kernel_equals_the_sparse_product(small_corpus, binary):
-    from mlnb.models._counting import category_feature_counts
+    from mlnb.models._counting import count_chunk
 
     X, Y = small_corpus.X.copy(), small_corpus.Y
     X.data[::7] = 0.0  # explicit zeros must not count as present
-    fast = category_feature_counts(Y, X, binary=binary, kernel="numba")
-    reference = category_feature_counts(Y, X, binary=binary, kernel="scipy")
+    fast = count_chunk(Y, X, binary=binary, kernel="numba").F
+    reference = count_chunk(Y, X, binary=binary, kernel="scipy").F
     np.testing.assert_allclose(fast, reference, rtol=1e-9)
 
 

@@ -160,6 +160,7 @@ def test_the_sizes_a_file_sets_are_checked_against_the_least_weights_a_study_hol
         check_data_sizes("big.svm", n_features=2_000_000_000, n_categories=5000, available=16 * GIB)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streaming", ["false", "true"])
 def test_dimensions_found_in_the_data_are_checked_before_any_fit(tmp_path, monkeypatch, sixteen_gib, streaming):
     """A file that states neither V nor K: its scanned 2M × 5k refuse dense LR once known, in memory and
@@ -208,8 +209,8 @@ def backend(request):
 
 
 def _trainer(corpus_config, spill_folder, backend):
-    from mlnb.backends.tasks import Reading
     from mlnb.engine.fitting import SourceTrainer
+    from mlnb.engine.tasks import Reading
     from mlnb.study import streamed_documents
 
     train, test = streamed_documents(load_config(corpus_config, ["data.streaming=true"]))
@@ -218,6 +219,7 @@ def _trainer(corpus_config, spill_folder, backend):
     return trainer, train, test
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("presence", [False, True])
 @pytest.mark.filterwarnings("ignore:.*prior alone")
 def test_the_trainer_counts_pairs_in_memory_and_out_of_core_alike(corpus, tmp_path, backend, presence):

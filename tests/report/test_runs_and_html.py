@@ -24,7 +24,7 @@ from mlnb.cli import app
 from mlnb.config import load_config
 from mlnb.report.html import inline, markdown_html
 from mlnb.report.results import write_results
-from mlnb.report.runs import find_runs, overrides_of
+from mlnb.report.runs import overrides_of, scan_runs
 from mlnb.study import run_study
 
 TINY = ["data.synthetic.n_documents=600", "data.synthetic.n_features=300", "data.synthetic.n_categories=10",
@@ -86,6 +86,7 @@ def folder(study, tmp_path_factory):
                          "--set data.synthetic.n_documents=400 --set 'report.category=1'")
 
 
+@pytest.mark.slow
 def test_report_html_embeds_every_plot_and_links_only_its_own_files(folder):
     shown = re.findall(r"!\[[^\]]*\]\((plots/[^)]+)\)", (folder / "report.md").read_text())
     page = check_self_contained(folder / "report.html", [folder / p for p in shown])
@@ -106,6 +107,7 @@ def test_markdown_subset_escapes_what_comes_from_the_data(tmp_path):
     assert 'class="missing"' in body and "<img" not in body
 
 
+@pytest.mark.slow
 def test_twenty_runs_are_listed_with_their_overrides(tmp_path):
     root = tmp_path / "results"
     lrates = [f"{0.1 + i / 50:g}" for i in range(20)]
@@ -115,7 +117,7 @@ def test_twenty_runs_are_listed_with_their_overrides(tmp_path):
         commands.append("mlnb run configs/quickstart.toml " + " ".join(f"--set {o}" for o in overrides))
         write_results(run_study(load_config("configs/quickstart.toml", overrides)), root, command=commands[-1])
     (root / "quickstart" / ".partial-x").mkdir()  # a run still writing: not listed
-    entries = find_runs(root)
+    entries = scan_runs(root)[0]
     assert len(entries) == 20 and {e.kind for e in entries} == {"run"}
     result = CliRunner().invoke(app, ["runs", str(root), "--html"])
     assert result.exit_code == 0, result.output
@@ -148,12 +150,13 @@ def test_a_damaged_summary_is_named_not_fatal(tmp_path):
     bad = tmp_path / "study" / "20260101-000000"
     bad.mkdir(parents=True)
     (bad / "summary.json").write_text("{not json")
-    assert find_runs(tmp_path) == []
+    assert scan_runs(tmp_path)[0] == []
     result = CliRunner().invoke(app, ["runs", str(tmp_path)])
     assert result.exit_code == 0
     assert f"warning: {bad / 'summary.json'}: not listed (not JSON: Expecting property name" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="no headless browser at /usr/bin/chromium (Debian: apt-get "
                     "install chromium); the parser-based tests above still check the page")
 def test_report_opens_offline_in_a_browser_with_every_image(folder, tmp_path):

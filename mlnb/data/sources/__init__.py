@@ -37,7 +37,7 @@ register(bundled.SOURCE)
 register(shards.SOURCE)
 register(long_tail.SOURCE)
 
-__all__ = ["SOURCES", "Request", "SourceKind", "check_single_label", "describe_split",
+__all__ = ["SOURCES", "Request", "SourceKind", "check_single_label", "describe_split", "detect_data",
            "get_source", "load_dataset", "open_source", "open_streams", "register", "streaming_sources", "text_options"]
 
 
@@ -54,6 +54,14 @@ def text_options(features: FeaturesConfig | None, prune: bool = False) -> TextOp
                        ngram_range=tuple(features.ngram_range), min_df=features.min_df if prune else 0,
                        max_features=features.max_features if prune else 0,
                        vocabulary_memory=features.max_vocabulary_memory * 2**20)
+
+
+def detect_data(data, hints=None):
+    """What the file or folder ``data`` holds, for ``mlnb init``: asked of every registered source's detector
+    (``SourceKind.detect``, :func:`mlnb.data.detect.detect`); ``hints``: a ``mlnb.data.detect.Hints``."""
+    from mlnb.data.detect import Hints, detect
+
+    return detect(data, hints or Hints(), SOURCES.values())
 
 
 def streaming_sources() -> tuple[str, ...]:

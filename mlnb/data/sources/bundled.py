@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlnb.data.registry import Request, SourceKind
+from mlnb.data.registry import Request, SourceKind, unknown_shape
 from mlnb.options import option
 
 BUNDLED = ("iris", "wine", "breast_cancer", "digits")
@@ -22,5 +22,5 @@ def load(s: BundledConfig, request: Request):
     return load_bundled(s.name, test_fraction=request.test_fraction, seed=request.seed)
 
 
-SOURCE = SourceKind(name="bundled", options=BundledConfig, load=load,
+SOURCE = SourceKind(name="bundled", options=BundledConfig, load=load, labels="single", shape=unknown_shape,
                     help="scikit-learn's iris, wine, breast_cancer or digits (no file)")

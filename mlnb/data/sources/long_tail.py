@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlnb.data.registry import MAX_CATEGORIES, MAX_DOCUMENTS, MAX_FEATURES, Request, SourceKind
+from mlnb.data.registry import MAX_CATEGORIES, MAX_DOCUMENTS, MAX_FEATURES, Request, SourceKind, generated_shape
 from mlnb.options import option
 
 
@@ -75,6 +75,15 @@ def open_streams(s: LongTailConfig, request: Request):
     return split_source(whole, request.seed, request.test_fraction)
 
 
+def shape(s: LongTailConfig, data, features):
+    """n_documents split by data.test_fraction (the expected test part of the hash split), its n_features and
+    n_categories; nnz ≈ n_documents · words_per_document (tokens, so an upper bound of the distinct words)."""
+    return generated_shape("long_tail", f"data.long_tail.words_per_document = {s.words_per_document:g}",
+                           s.n_documents, s.n_features, s.n_categories, round(s.n_documents * s.words_per_document),
+                           data.test_fraction)
+
+
 SOURCE = SourceKind(name="long_tail", options=LongTailConfig, load=load, open_streams=open_streams,
-                    open_whole=open_whole, help="a seeded corpus with long-tailed categories and words, "
-                    "generated block by block (no file; for 10⁴–10⁶ categories)")
+                    open_whole=open_whole, labels="multi", shape=shape,
+                    help="a seeded corpus with long-tailed categories and words, generated block by block (no file; "
+                    "for 10⁴–10⁶ categories)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlnb.data.registry import Request, SourceKind
+from mlnb.data.shape import RCV1_CATEGORIES, RCV1_DOCUMENTS, RCV1_FEATURES, RCV1_NNZ, RCV1_TRAIN, DataShape
 from mlnb.options import option
 
 SPLITS = ("lyrl2004", "swapped", "random")
@@ -50,7 +51,26 @@ def split(s: _SplitOptions, request: Request) -> str:
     return split_rule(s.split, s.train_size, s.test_size, request.test_fraction, request.seed)
 
 
-RCV1 = SourceKind(name="rcv1", options=Rcv1Config, load=load_rcv1, split=split,
+def _shape(name: str):
+    def shape(s: _SplitOptions, data, features):
+        """The corpus's sizes; the parts: LYRL2004's (or swapped), or train_size / test_size (0: the rest /
+        round(RCV1_DOCUMENTS · data.test_fraction))."""
+        if s.split == "random":
+            n_test = s.test_size or round(RCV1_DOCUMENTS * data.test_fraction)
+            n_train = s.train_size or RCV1_DOCUMENTS - n_test
+        else:
+            n_train, n_test = RCV1_TRAIN, RCV1_DOCUMENTS - RCV1_TRAIN
+            if s.split == "swapped":
+                n_train, n_test = n_test, n_train
+        keys = {"n_documents": f"data.{name}.split = {s.split!r}", "nnz": f"data.source = {name!r}",
+                "n_features": f"data.source = {name!r}", "n_categories": f"data.source = {name!r}"}
+        return DataShape(n_train, n_test, RCV1_FEATURES, RCV1_CATEGORIES, RCV1_NNZ), keys
+
+    return shape
+
+
+RCV1 = SourceKind(name="rcv1", options=Rcv1Config, load=load_rcv1, split=split, labels="multi", shape=_shape("rcv1"),
                   help="RCV1-v2 (804,414 documents, 103 topics) from scikit-learn's cache")
 LYRL2004 = SourceKind(name="lyrl2004", options=Lyrl2004Config, load=load_lyrl2004, split=split, required=("folder",),
+                      labels="multi", shape=_shape("lyrl2004"),
                       help="RCV1-v2 from the original LYRL2004 vector and topic files")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlnb.data.registry import Request, SourceKind
+from mlnb.data.registry import Request, SourceKind, hashed_shape
+from mlnb.data.sources.text import text_options_of
 from mlnb.options import option
 
 
@@ -20,7 +21,7 @@ def load(s: Reuters21578Config, request: Request):
     from mlnb.data.reuters import load_reuters21578
 
     return load_reuters21578(s.folder, min_train_per_topic=s.min_train_per_topic,
-                             min_test_per_topic=s.min_test_per_topic, text_options=request.text_options())
+                             min_test_per_topic=s.min_test_per_topic, text_options=text_options_of(request))
 
 
 def split(s: Reuters21578Config, request: Request) -> str:
@@ -30,4 +31,4 @@ def split(s: Reuters21578Config, request: Request) -> str:
 
 
 SOURCE = SourceKind(name="reuters21578", options=Reuters21578Config, load=load, split=split, required=("folder",),
-                    help="Reuters-21578 news stories (SGML) on the ModApte split")
+                    labels="multi", shape=hashed_shape, help="Reuters-21578 news stories (SGML) on the ModApte split")

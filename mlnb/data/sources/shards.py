@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlnb.data.registry import Request, SourceKind
+from mlnb.data.registry import Request, SourceKind, unknown_shape
 from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.options import option
 
@@ -70,6 +70,25 @@ def split(s: ShardsConfig, request: Request) -> str:
             hash_split_rule(request.seed, request.test_fraction))
 
 
+def detect(look):
+    """``mlnb init``: a folder with a ``manifest.json`` (and a ``test/`` one beside: the test part)."""
+    from mlnb.data.detect import Detected, from_chunks
+    from mlnb.data.shards import MANIFEST, ShardSource
+
+    path = look.path
+    if not look.is_folder or not (path / MANIFEST).is_file():
+        return None
+    options = {"path": str(path)}
+    source = ShardSource(path)
+    test = None
+    if (path / "test" / MANIFEST).is_file():
+        options["test_path"] = str(path / "test")
+        test = ShardSource(path / "test")
+    found = Detected("shards", options, "binary shards written by `mlnb convert`")
+    return from_chunks(found, (source, test), source.category_names)
+
+
 SOURCE = SourceKind(name="shards", options=ShardsConfig, load=load, open_streams=open_streams, open_whole=open_whole,
                     split=split, required=("path",), help="binary shards written by `mlnb convert` (memory-mapped)",
-                    files=lambda s: [p for p in (s.path, s.test_path) if p])
+                    files=lambda s: [p for p in (s.path, s.test_path) if p],
+                    labels="either", shape=unknown_shape, detect=detect, detect_order=10)

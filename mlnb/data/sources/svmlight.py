@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlnb.data.registry import MAX_CATEGORIES, MAX_FEATURES, Request, SourceKind
+from mlnb.data.registry import MAX_CATEGORIES, MAX_FEATURES, DataShape, Request, SourceKind
 from mlnb.data.splits import given_split_rule, hash_split_rule
 from mlnb.options import option
 
@@ -53,7 +53,57 @@ def split(s: SvmlightConfig, request: Request) -> str:
                                                                                           request.test_fraction)
 
 
+def shape(s: SvmlightConfig, data, features):
+    """Only the sizes the options give (n_features, n_categories: 0 = set by the files)."""
+    V, K = s.n_features or None, s.n_categories or None
+    return (DataShape(None, None, V, K, None),
+            {"n_features": f"data.svmlight.n_features = {V}", "n_categories": f"data.svmlight.n_categories = {K}"})
+
+
+#: a line of LIBSVM multilabel data (``mlnb init`` tells the format by it when the suffix does not)
+SVMLIGHT_LINE = r"^\s*(\d+(,\d+)*)?(\s+(qid:\S+\s+)?\d+:\S+)+\s*(#.*)?$"
+SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".lsvm")
+
+
+def detect(look):
+    """``mlnb init``: a file named ``.svm`` (``.svmlight``, ``.libsvm``, ``.lsvm``; maybe compressed) or whose
+    first 200 lines are LIBSVM lines; a ``test`` file beside a ``train`` one is its test part, and a
+    ``<name>.labels.txt`` (``.names``, ``.categories.txt``) its category names."""
+    import re
+    from pathlib import Path
+
+    from mlnb.data.detect import Detected, from_chunks, partner
+    from mlnb.data.stream import SvmlightSource, svmlight_sources
+
+    if look.is_folder:
+        return None
+    path, name = look.path, look.path.name.lower()
+    stem = name[:-3] if name.endswith(".gz") else name[:-4] if name.endswith(".bz2") else name
+    lines = look.lines
+    if not (stem.endswith(SVMLIGHT_SUFFIXES) or (lines and all(re.match(SVMLIGHT_LINE, line) for line in lines[:200]))):
+        return None
+    zero = any(re.search(r"\s0:", line) for line in lines)
+    options = {"path": str(path)}
+    if zero:
+        options["index_base"] = 0
+    test = partner(path, "train", "test")
+    if test is not None:
+        options["test_path"] = str(test)
+    base = re.sub(r"\.(svm|svmlight|libsvm|lsvm|txt|dat)(\.gz|\.bz2)?$", "", str(path))
+    for names in (f"{base}.labels.txt", f"{base}.names", f"{base}.categories.txt"):
+        if Path(names).is_file():
+            options["category_names_path"] = names
+    kwargs = dict(index_base=0 if zero else 1, category_names=options.get("category_names_path"))
+    if test is not None:
+        train_source, test_source = svmlight_sources(path, test, **kwargs)
+    else:
+        train_source, test_source = SvmlightSource(path, **kwargs), None
+    found = Detected("svmlight", options, f"svmlight (LIBSVM) file{'s' if test else ''} of feature values")
+    return from_chunks(found, (train_source, test_source), train_source.category_names)
+
+
 SOURCE = SourceKind(name="svmlight", options=SvmlightConfig, load=load, open_streams=open_streams,
                     open_whole=open_whole, split=split, required=("path",),
                     help="LIBSVM multilabel files (`<labels> <index>:<value> ...`), one or a glob of shards",
-                    files=lambda s: [p for p in (s.path, s.test_path) if p])
+                    files=lambda s: [p for p in (s.path, s.test_path) if p],
+                    labels="either", shape=shape, detect=detect, detect_order=40)

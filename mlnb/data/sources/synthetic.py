@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlnb.data.registry import MAX_CATEGORIES, MAX_DOCUMENTS, MAX_FEATURES, Request, SourceKind
+from mlnb.data.registry import MAX_CATEGORIES, MAX_DOCUMENTS, MAX_FEATURES, Request, SourceKind, generated_shape
 from mlnb.errors import MlnbError
 from mlnb.options import option
 
@@ -40,5 +40,13 @@ def load(s: SyntheticConfig, request: Request):
                         f"data.synthetic.{message}") from None
 
 
-SOURCE = SourceKind(name="synthetic", options=SyntheticConfig, load=load,
+def shape(s: SyntheticConfig, data, features):
+    """n_documents split by data.test_fraction, its n_features and n_categories; nnz ≈ n_documents ·
+    words_per_document (the mean distinct words of a document)."""
+    return generated_shape("synthetic", f"data.synthetic.n_documents = {s.n_documents}", s.n_documents,
+                           s.n_features, s.n_categories, int(s.n_documents * s.words_per_document),
+                           data.test_fraction)
+
+
+SOURCE = SourceKind(name="synthetic", options=SyntheticConfig, load=load, labels="multi", shape=shape,
                     help="a seeded corpus with RCV1-v2's shape and statistics (no file)")

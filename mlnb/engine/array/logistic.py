@@ -125,7 +125,7 @@ def regularised_step(xp, W, G, alpha, l1: float, l2: float):
 #: ``DenseTraining.step``'s AdaGrad update and exact L2 step (l1 = 0) for one coordinate, as CUDA C: the
 #: array code's operations in its order, each rounded as it rounds them (``__f*_rn``: no fused
 #: multiply-adds), so that the kernel and the array code give the same W and S to an ulp (tested against
-#: numpy's; on an H200 the pass took 297 ms with it and 444 ms with the array code)
+#: numpy's); one kernel instead of the array code's temporaries (measured by experiments/bench_gpu.py)
 FUSED_ADAGRAD_STEP = r"""
     float s_new = __fadd_rn(s, __fmul_rn(g, g));                  // S += G²
     s = s_new;

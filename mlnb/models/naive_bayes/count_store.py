@@ -23,7 +23,7 @@ API (what the estimator, the Dask group-by and the benchmarks code against):
     CountStore.write(folder, counts, n_parts=1)       SparseCounts to a store
     CountStore.seal(folder, t, S, N, n, presence)     parts written by someone else (the Dask group-by:
                                                       ``part_path(folder, i)``) made a store
-    store.t, .S, .N, .n, .presence, .shape, .n_pairs, .nbytes_in_memory_if_loaded, .folder, .parts
+    store.t, .S, .N, .n, .presence, .shape, .n_pairs, .folder, .parts
     store.pairs_of(words) -> (key, value)   store.iter_pairs(batch_pairs)   store.load() -> SparseCounts
     store.column_sums() -> (V,)
 
@@ -164,11 +164,6 @@ class CountStore:
     def shape(self) -> tuple[int, int]:
         """(K, V): categories × features, as ``SparseCounts.shape``."""
         return self.S.shape[0], self.t.shape[0]
-
-    @property
-    def nbytes_in_memory_if_loaded(self) -> int:
-        """The ``nbytes`` of ``load()``: 16 bytes per pair and the margins."""
-        return self.n_pairs * _PAIR_BYTES + 8 * (self.t.shape[0] + 2 * self.S.shape[0])
 
     # --- opening and writing ------------------------------------------------------------------------
     @classmethod
@@ -348,7 +343,7 @@ class CountStore:
             yield np.concatenate(keys), np.concatenate(values)
 
     def load(self) -> SparseCounts:
-        """The whole store in memory (``nbytes_in_memory_if_loaded`` bytes)."""
+        """The whole store in memory (16 bytes per pair and the margins)."""
         keys, values = [], []
         connection = self._query().cursor()
         try:

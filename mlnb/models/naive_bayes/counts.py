@@ -14,8 +14,8 @@ Every field of the counts of two chunks is a sum (or a min, max, and) of the
 fields of each, so ``a + b`` is the counts of the concatenated chunks. ``fit``,
 ``partial_fit``, streaming and a distributed tree-reduce all build on that.
 The (K × V) sums are added in pieces on a thread pool: a streamed fit adds one
-chunk's 39 MB of F at RCV1 scale, which numpy alone adds on one core (0.5 s of
-serial work per million documents).
+chunk's 39 MB of F at RCV1 scale, which numpy alone adds on one core (measured
+by experiments/bench_scale.py).
 """
 
 from __future__ import annotations

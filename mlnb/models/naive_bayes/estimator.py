@@ -392,7 +392,7 @@ class NaiveBayes(LinearMultilabelModel, BaseEstimator):
     def _log_odds(self) -> _LogOdds:
         """W, b and the rest, rebuilt only when the counts or hyperparameters changed since."""
         counts = self.counts_  # not fitted: AttributeError, so hasattr(model, "weights_") is False
-        # asked on every scoring call: the values themselves, as get_params takes 80 µs; a copy of the list
+        # asked on every scoring call: the values themselves, as get_params is slow; a copy of the list
         params = (tuple(getattr(self, name) for name in _SCALAR_OPTIONS)
                   + tuple(tuple(getattr(self, name)) for name in _LIST_OPTIONS) + (self.task,))
         built = self.__dict__.get("_built")

@@ -9,8 +9,8 @@ straight into W's own layout, (V × K), one row per word as X·W reads it, and
 one vectorised log (numpy's SIMD log, in place) turns r into W. F̄ = total − F
 is formed element by element from a (V,) vector, never stored. Before, F̄, the
 logs and their differences were five (K × V) float64 passes and a transposed
-float32 copy: 55–68 ms for RCV1's 103 × 47,236, whatever the number of
-documents (see experiments/bench_nb_fit.py for the time now).
+float32 copy, whatever the number of documents (measured by
+experiments/bench_nb_fit.py).
 
 Precision. r is formed in float64 (the sums and quotients of counts need it)
 and rounded once to the dtype of W (float32 for multilabel scores): W = log r
@@ -29,9 +29,9 @@ powers of two (frexp): one log per block and category, not one per word.
 
 Inlined helpers. The helpers called inside the sweeps' loops (``_transpose``,
 ``_times``) are inlined by numba itself (``inline="always"``): left to LLVM, a
-sweep loaded from numba's cache ran 3–4× slower than the same sweep freshly
-compiled (RCV1's 103 × 47,236 multinomial ratios, two threads beside other jobs: 27–30 against
-7 ms), and every fit but the first after an edit loads from the cache.
+sweep loaded from numba's cache ran slower than the same sweep freshly
+compiled (measured by experiments/bench_nb_fit.py), and every fit but the first
+after an edit loads from the cache.
 
 Every element of W is computed alone, and sums over words are formed block by
 block in a fixed order and then added in block order, so W and b are the same
@@ -71,7 +71,7 @@ LOG_PIECE_VALUES = 1 << 19
 def log_in_place(ratios: np.ndarray) -> np.ndarray:
     """W = log r, overwriting r (numpy's vectorised log): in blocks of rows on numba's thread count of
     threads when W is large (``map_pieces``), each value the same bits, as a log is taken value by value
-    (RCV1's W, 4.9M values: 1 ms on one core, outside every parallel region of an NB fit)."""
+    (on one core it lay outside every parallel region of an NB fit; experiments/bench_serial.py)."""
     map_pieces(lambda block: np.log(block, out=block), ratios, LOG_PIECE_VALUES)
     return ratios
 

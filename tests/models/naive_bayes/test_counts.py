@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from mlnb import MlnbError
-from mlnb.models._counting import category_feature_moments, column_statistics, feature_moments
+from mlnb.models._counting import column_statistics, count_chunk
 from mlnb.models._linear import as_csr_float32, as_label_matrix
 from mlnb.models.naive_bayes import NBCounts
 
@@ -58,16 +58,16 @@ def test_squares_are_summed_in_float64_without_rounding_the_values():
     X = sp.csr_matrix(np.array([[4097.0], [4097.0]], dtype=np.float32))
     Y = sp.csr_matrix(np.ones((2, 1), dtype=np.float32))
     for kernel in ("numba", "scipy"):
-        F, F2 = category_feature_moments(Y, X, kernel=kernel)
-        assert F2[0, 0] == 2 * 4097.0**2, kernel
-    assert feature_moments(X)[1][0] == 2 * 4097.0**2
+        counts = count_chunk(Y, X, squares=True, kernel=kernel)
+        assert counts.F2[0, 0] == 2 * 4097.0**2, kernel
+        assert counts.t2[0] == 2 * 4097.0**2, kernel
 
 
 def test_numba_and_scipy_moments_agree(small_corpus):
     X, Y = small_corpus.X, small_corpus.Y
-    for fast, reference in zip(category_feature_moments(Y, X, kernel="numba"),
-                               category_feature_moments(Y, X, kernel="scipy")):
-        np.testing.assert_allclose(fast, reference, rtol=1e-12)
+    fast, reference = (count_chunk(Y, X, squares=True, kernel=kernel) for kernel in ("numba", "scipy"))
+    for name in ("F", "F2", "t", "t2"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(reference, name), rtol=1e-12, err_msg=name)
 
 
 def test_column_statistics_of_a_column_without_stored_values():

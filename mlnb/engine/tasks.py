@@ -1,7 +1,9 @@
 r"""The work of a streaming study, one partition at a time: the same functions on every backend.
 
 A streaming study makes three kinds of pass over the data, each a map over partitions and a
-reduction (``LocalBackend`` runs the partitions here in order, ``DaskBackend`` on its workers):
+reduction. The executors of ``mlnb.backends`` run these functions and reduce what they return
+(``LocalBackend`` the partitions here in order, ``DaskBackend`` on its workers) without knowing
+any model; the functions are module-level, so that Dask can pickle them:
 
 1. **counting** (training documents, once): per partition the label counts N (K,) and n, and
    for every model that needs them the Naive Bayes counts (``NBCounts``: Yᵀ·X, 1ᵀ·X, ...). All
@@ -28,10 +30,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 from sklearn.base import clone
 
+from mlnb.backends.reduce import tree_reduce
 from mlnb.budget import SCORING_BLOCK_BYTES
 from mlnb.data.stream import Chunk, ChunkSource, Partition
 from mlnb.errors import MlnbError
@@ -121,10 +125,6 @@ def finished_naive_bayes(estimator: NaiveBayes, counts: NBCounts | None, n_featu
 
 def sum_partition(partition: Partition, reading: Reading, binarize_input: bool, function, args: tuple):
     """Σ over the partition's chunks of ``function(X, Y, *args)``, pairwise in chunk order (None: no chunk)."""
-    from itertools import chain
-
-    from mlnb.backends.reduce import tree_reduce
-
     parts = (function(presence(chunk.X) if binarize_input else chunk.X, chunk.Y, *args)
              for chunk in reading.chunks(partition))
     # lazily: at most log2(chunks) partial sums held; None first, as a partition a split left empty adds nothing
