@@ -61,6 +61,7 @@ def test_every_piece_is_claimed_once(threads):
     assert counter[0] == pieces + workers  # each worker's last claim found nothing left
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, rows_a_piece", [(1000, 7), (1000, 1000), (1000, 5000), (0, 3), (1, 1)])
 def test_claimed_pieces_of_rows_visit_every_row_once(n, rows_a_piece):
     visits = np.zeros(n, dtype=np.int64)

@@ -41,6 +41,7 @@ def _docs_tools_missing() -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_site_builds_without_warnings(tmp_path):
     missing = _docs_tools_missing()
     if missing:

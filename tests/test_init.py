@@ -82,6 +82,7 @@ def check_results(folder, n_categories):
     return metrics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_categories, per_category", [(2, 15), (7, 6)])
 def test_a_folder_of_text_files_runs_after_init(tmp_path, n_categories, per_category):
     data = write_folder(tmp_path / "corpus", n_categories, per_category)
@@ -93,6 +94,7 @@ def test_a_folder_of_text_files_runs_after_init(tmp_path, n_categories, per_cate
     check_results(folder, n_categories)
 
 
+@pytest.mark.slow
 def test_a_streamed_run_plots_a_category_chosen_from_the_training_counts(tmp_path):
     data = write_folder(tmp_path / "corpus", 3, 8)
     cli("init", data, "--out", tmp_path / "config.toml")
@@ -103,6 +105,7 @@ def test_a_streamed_run_plots_a_category_chosen_from_the_training_counts(tmp_pat
     check_results(folder, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_categories, per_category", [(2, 12), (9, 6)])
 def test_a_csv_with_semicolon_separated_tags_runs_after_init(tmp_path, n_categories, per_category):
     data = write_tags_csv(tmp_path / "tags.csv", n_categories, per_category)
@@ -252,6 +255,7 @@ def test_init_says_whether_the_first_row_names_the_columns_and_why(tmp_path, hea
     assert sorted(found.documents_per_category) == [f"topic{k}" for k in range(6)] and found.n_documents == 240
 
 
+@pytest.mark.slow
 def test_the_run_reads_the_header_init_found(tmp_path):
     """The issue's file: its header read as a document made a category 'Topic_List' (1 document) and moved
     every document's split."""

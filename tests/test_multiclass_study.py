@@ -20,6 +20,7 @@ def run(*args):
     return result
 
 
+@pytest.mark.slow
 def test_iris_gaussian_nb_against_softmax_lr(tmp_path):
     result = run("run", ROOT / "configs" / "iris.toml", "--out", tmp_path, "--quiet")
     assert result.exit_code == 0, result.output
@@ -38,6 +39,7 @@ def test_iris_gaussian_nb_against_softmax_lr(tmp_path):
     assert "Task: multiclass" in report and "McNemar's test" in report
 
 
+@pytest.mark.slow
 def test_compare_two_saved_multiclass_runs_pairs_their_decisions(tmp_path):
     for seed_out in ("a", "b"):
         assert run("run", ROOT / "configs" / "iris.toml", "--out", tmp_path / seed_out, "--quiet",
@@ -50,6 +52,7 @@ def test_compare_two_saved_multiclass_runs_pairs_their_decisions(tmp_path):
     assert "mcnemar" in json.loads((folder / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_multiclass_sweep_and_curve(tmp_path):
     sweep = run("sweep", ROOT / "configs" / "iris.toml", "--out", tmp_path, "--quiet",
                 "--param", "models.gnb.var_smoothing=1e-9,1e-3", "--set", "sweep.metric=accuracy")
@@ -93,6 +96,7 @@ def test_a_multilabel_file_given_to_a_multiclass_task(tmp_path):
     assert streamed.exit_code == 2 and streamed.output.strip() == result.output.strip()  # the same line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["tweets_dtm.toml", "tweets.toml"])
 def test_tweets_configs(config, tmp_path):
     if not TWEETS.is_dir():

@@ -52,6 +52,7 @@ def _compiled_functions(tree: ast.Module):
                     break
 
 
+@pytest.mark.slow
 def test_compiled_code_takes_nothing_from_a_file_outside_the_stamp():
     """The stamp covers the files whose text marks compiled code. What a compiled function (its body and
     its decorators) names from another mlnb module must come from such a file, or a change there would
@@ -99,6 +100,7 @@ def test_a_kernel_of_the_package_is_stamped_with_the_kernels_and_others_with_the
     assert outside != _numba.kernels_stamp()
 
 
+@pytest.mark.slow
 def test_the_index_numba_writes_for_a_kernel_holds_the_kernels_stamp(tmp_path):
     """In a fresh process with its own cache folder: the index file of a compiled kernel records the
     kernels' stamp, so the next process loads it only while no file with compiled code has changed."""
@@ -150,6 +152,7 @@ def test_no_two_cached_kernels_share_an_entry_of_numbas_cache():
     assert [key for key, same in kernels.items() if len(same) > 1] == []
 
 
+@pytest.mark.slow
 def test_the_parallel_scoring_loop_is_not_loaded_from_the_serial_loops_cache_entry(tmp_path):
     """A fresh cache where the serial scoring loop compiled first: the next process compiles the
     parallel loop (a cache miss), where it used to load the serial machine code as the parallel kernel."""

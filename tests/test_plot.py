@@ -119,6 +119,7 @@ def test_inputs_are_checked_in_one_line(two):
         plot.roc({}, category=0)
 
 
+@pytest.mark.slow
 def test_the_reports_pngs_are_mlnb_plot_figures(tmp_path, monkeypatch):
     config = load_config(PROJECT / "configs" / "quickstart.toml",
                          ["data.synthetic.n_documents=1200", "data.synthetic.n_features=400",

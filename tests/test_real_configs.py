@@ -15,6 +15,7 @@ REAL = {"rcv1subset.toml": "rcv1subset", "rcv1subset2.toml": "rcv1subset", "smss
         "mulan_medical.toml": "mulan", "smsspam_multiclass.toml": "smsspam"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", sorted(REAL))
 def test_config_runs_on_real_data(config, tmp_path):
     if not (SHARED / REAL[config]).is_dir():

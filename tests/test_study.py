@@ -76,6 +76,7 @@ def test_every_eval_key_is_covered():
     assert set(EVAL_KEYS) == {f.name for f in dataclasses.fields(EvalConfig)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("key", sorted(EVAL_KEYS))
 def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatch):
@@ -104,6 +105,7 @@ def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatc
     assert seen and all(v == value for v in seen), (key, seen)
 
 
+@pytest.mark.slow
 def test_curve_micro_f1_follows_the_threshold(tmp_path):
     """The bug that motivated one loop: `mlnb curve` used to ignore eval.threshold (the fixed rule's cut)."""
     f1 = {}
@@ -161,6 +163,7 @@ def four(command, tmp_path, *extra):
     return result, folder
 
 
+@pytest.mark.slow
 def test_four_model_study_runs_end_to_end(tmp_path):
     names = {"mnb", "cnb", "lr", "nblr"}
     result, folder = four("run", tmp_path / "run")

@@ -1,5 +1,5 @@
 """The one study loop, as a contract over every registered kind and NB event model × {in memory, streamed,
-Dask LocalCluster}.
+Dask LocalCluster} (memory and streamed in the fast tier, Dask in the slow one).
 
 One config, a glob of svmlight shards, read whole (``data.streaming = false``), streamed in this
 process, and streamed on a Dask LocalCluster of 2 workers: the same training and test documents,
@@ -80,28 +80,38 @@ plots = false
 
 
 @pytest.fixture(scope="module")
-def results(corpus):
+def study_on(corpus):
+    """``study_on(engine)`` -> the study of the corpus on that engine, run once per module when first asked
+    (memory and streamed in the fast tier; the Dask LocalCluster only for the slow tier's tests)."""
     found = {}
-    for engine, settings in ENGINES.items():
-        if engine == "dask":
-            pytest.importorskip("distributed")
-        found[engine] = run_study(load_config(corpus[1], settings))
-    return found
+
+    def on(engine: str):
+        if engine not in found:
+            if engine == "dask":
+                pytest.importorskip("distributed")
+            found[engine] = run_study(load_config(corpus[1], ENGINES[engine]))
+        return found[engine]
+
+    return on
 
 
-def test_the_same_documents_on_every_engine(results):
-    memory = results["memory"]
-    for engine, result in results.items():
-        assert (result.data["n_train"], result.data["n_test"]) == (memory.data["n_train"], memory.data["n_test"])
-        assert (result.Y_test != memory.Y_test).nnz == 0, engine
-        np.testing.assert_array_equal(result.train_positives, memory.train_positives)
-        assert result.data["split"] == memory.data["split"] and "hash" in result.data["split"]
+#: the engines compared with the in-memory study: streamed in this process (fast), on Dask (slow)
+OTHER_ENGINES = ["streamed", pytest.param("dask", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
+def test_the_same_documents_on_every_engine(study_on, engine):
+    memory, result = study_on("memory"), study_on(engine)
+    assert (result.data["n_train"], result.data["n_test"]) == (memory.data["n_train"], memory.data["n_test"])
+    assert (result.Y_test != memory.Y_test).nnz == 0, engine
+    np.testing.assert_array_equal(result.train_positives, memory.train_positives)
+    assert result.data["split"] == memory.data["split"] and "hash" in result.data["split"]
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-@pytest.mark.parametrize("engine", ["streamed", "dask"])
-def test_every_kind_and_event_model_gives_the_in_memory_answer(results, name, engine):
-    memory, other = results["memory"].model(name), results[engine].model(name)
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
+def test_every_kind_and_event_model_gives_the_in_memory_answer(study_on, name, engine):
+    memory, other = study_on("memory").model(name), study_on(engine).model(name)
     fits_from = "full_batch" if name in FULL_BATCH else KINDS[MODELS[name][0]].fits_from
     auc_memory = memory.evaluation.per_category["auc"].to_numpy(dtype=float)
     auc_other = other.evaluation.per_category["auc"].to_numpy(dtype=float)
@@ -115,19 +125,19 @@ def test_every_kind_and_event_model_gives_the_in_memory_answer(results, name, en
         assert other.evaluation.summary["macro_auc"] == pytest.approx(memory.evaluation.summary["macro_auc"],
                                                                       abs=0.02)
     if fits_from == "full_batch" and engine == "dask":  # gradients summed in the same pairwise tree: the same bits
-        streamed = results["streamed"].model(name)
+        streamed = study_on("streamed").model(name)
         if KINDS[MODELS[name][0]].weights == "dense":
             np.testing.assert_array_equal(other.model.weights_, streamed.model.weights_)
         else:  # sparse weights (never V × K): the same counters give the same scores
             np.testing.assert_array_equal(other.scores, streamed.scores)
 
 
-def test_scut_decisions_equal_on_every_engine(results):
-    rules = [result.model("naive_bayes").decision for result in results.values()]
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
+def test_scut_decisions_equal_on_every_engine(study_on, engine):
+    rules = [study_on(name).model("naive_bayes").decision for name in ("memory", engine)]
     assert all(rule.rule == "scut" for rule in rules)
-    for rule in rules[1:]:
-        np.testing.assert_array_equal(rule.thresholds, rules[0].thresholds)
-        assert rule.n_validation == rules[0].n_validation > 0
+    np.testing.assert_array_equal(rules[1].thresholds, rules[0].thresholds)
+    assert rules[1].n_validation == rules[0].n_validation > 0
 
 
 @pytest.mark.parametrize("kind", MEMORY_KINDS)
@@ -167,6 +177,7 @@ def test_the_default_decision_rule_decides_alike_in_memory_streamed_spilled_and_
     pd.testing.assert_frame_equal(tables[engine], tables["memory"], check_exact=True)
 
 
+@pytest.mark.slow
 def test_compare_pairs_a_streamed_run_with_an_in_memory_one(corpus, tmp_path):
     folders = {}
     for engine in ("memory", "streamed"):
@@ -184,6 +195,7 @@ def test_compare_pairs_a_streamed_run_with_an_in_memory_one(corpus, tmp_path):
     assert comparison["a_significantly_better"] == comparison["b_significantly_better"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command, extra", [("sweep", ["--param", "models.naive_bayes.alpha=0.5,1"]),
                                             ("curve", ["--set", "curve.sizes=[300, 1000]", "--set", "curve.seeds=1"])])
 def test_sweep_and_curve_accept_a_streamed_corpus_and_agree_with_memory(corpus, tmp_path, command, extra):

@@ -145,6 +145,7 @@ def dask_result(shards):
     return run_study(load_config(shards[1], ['engine.kind="dask"', "engine.n_workers=2"]))
 
 
+@pytest.mark.slow
 def test_dask_naive_bayes_and_its_evaluation_equal_one_machine(local_result, dask_result):
     here, there = local_result.model("nb"), dask_result.model("nb")
     np.testing.assert_array_equal(there.model.weights_, here.model.weights_)
@@ -155,6 +156,7 @@ def test_dask_naive_bayes_and_its_evaluation_equal_one_machine(local_result, das
     assert dask_result.data["streaming"]["engine"]["workers"] == 2
 
 
+@pytest.mark.slow
 def test_dask_logistic_regression_on_one_worker_is_one_machine(local_result, dask_result):
     """engine.minibatch = "one_worker" (the default): the one-machine engine runs on a worker, the same model."""
     for name in ("lr", "nblr"):
@@ -162,6 +164,7 @@ def test_dask_logistic_regression_on_one_worker_is_one_machine(local_result, das
         assert dask_result.model(name).evaluation.summary == local_result.model(name).evaluation.summary
 
 
+@pytest.mark.slow
 def test_dask_logistic_regression_by_parameter_mixing_is_close_to_one_machine(shards, local_result):
     pytest.importorskip("distributed")
     mixed = run_study(load_config(shards[1], ['engine.kind="dask"', "engine.n_workers=2", 'engine.minibatch="mixing"',
@@ -204,7 +207,7 @@ def test_what_spilled_scores_cannot_do_is_refused_in_one_line(shards, tmp_path, 
     assert len(lines) == 1 and needs in lines[0] and "spilled to disk" in lines[0], result.output
 
 
-@pytest.mark.parametrize("engine", ["local", "dask"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("dask", marks=pytest.mark.slow)])
 def test_a_corrupt_shard_is_one_line_and_leaves_no_results(shards, tmp_path, engine):
     if engine == "dask":
         pytest.importorskip("distributed")

@@ -70,6 +70,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_every_stage_gives_the_same_bits_on_one_and_three_threads(output_with_numba_threads):
     one, three = output_with_numba_threads(SCRIPT, 1), output_with_numba_threads(SCRIPT, 3)

@@ -29,6 +29,7 @@ def _add(a, b):
     return a + b
 
 
+@pytest.mark.slow
 def test_map_reduce_is_bit_identical_to_the_local_backend(backend):
     partitions = list(range(7))
     scale = np.full(1000, 1.1)  # scattered once: an array argument
@@ -76,6 +77,7 @@ def _always_dies(partition):
     os._exit(1)
 
 
+@pytest.mark.slow
 def test_a_task_that_kills_every_worker_is_given_up_in_one_line(backend):
     with pytest.raises(MlnbError) as error:
         backend.map(_always_dies, [0])
@@ -83,11 +85,13 @@ def test_a_task_that_kills_every_worker_is_given_up_in_one_line(backend):
     assert "\n" not in message and "given up" in message and "engine.retries = 1" in message
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_one_line():
     with pytest.raises(MlnbError, match=r"^engine.address = 'tcp://127.0.0.1:9': no Dask scheduler answered within 1 s"):
         DaskBackend(address="tcp://127.0.0.1:9", timeout=1)
 
 
+@pytest.mark.slow
 def test_a_second_cluster_in_one_process_starts(tmp_path):
     """DaskBackend sets dask config in a context; were distributed's defaults not loaded before it, the
     context's exit deleted the whole "distributed" table and the next cluster failed ('require-encryption').
@@ -107,6 +111,7 @@ def test_a_second_cluster_in_one_process_starts(tmp_path):
     assert done.returncode == 0 and "two clusters" in done.stdout, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_worker_compiles_a_kernel_when_the_main_module_imported_numba(tmp_path):
     """A worker re-imports the main module before it gets NUMBA_NUM_THREADS; a main module that imports
     numba (a user's script that imports mlnb's kernels) left numba configured for every core, and the first

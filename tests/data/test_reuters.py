@@ -51,6 +51,7 @@ def modapte90():
     return load_reuters21578(REAL)
 
 
+@pytest.mark.slow
 @needs_real
 def test_reads_every_document_in_order(documents):
     assert len(documents) == 21578
@@ -69,6 +70,7 @@ def test_modapte_raw_split_counts(documents):
     assert len(topics) == 118  # topics occurring in some ModApte document
 
 
+@pytest.mark.slow
 @needs_real
 def test_modapte_90(modapte90):
     data = modapte90

@@ -96,6 +96,7 @@ def test_out_of_core_equals_count_vectorizer_on_sms_spam(ngram_range, min_df):
     assert same_matrix(done.X_train, X_train) and same_matrix(done.X_test, reference.transform(test))
 
 
+@pytest.mark.slow
 def test_out_of_core_max_features_equals_count_vectorizer_by_document_frequency():
     """CountVectorizer ranks max_features by the corpus's term counts (binary=True: by document frequency, as
     features.max_features does), its ties in no stated order: compared where the cut falls between two

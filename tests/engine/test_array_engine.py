@@ -159,8 +159,9 @@ def _cpu_lr(X, Y, fit=None, **options):
         return LogisticRegression(npasses=2, **options).fit(X, Y, **(fit or {}))
 
 
-@pytest.mark.parametrize("options", LR_CASES, ids=["-".join(f"{k}={v}" for k, v in o.items()) or "default"
-                                                   for o in LR_CASES])
+# the default options in the fast tier, the other options (LR fits each) in the slow one
+@pytest.mark.parametrize("options", [pytest.param(o, id="-".join(f"{k}={v}" for k, v in o.items()) or "default",
+                                                  marks=[pytest.mark.slow] if o else []) for o in LR_CASES])
 def test_logistic_passes_match_the_cpu_engine(engine, small_corpus, options):
     """The dense device update against the numba kernel's lazy one: as close as the CPU engine's own two
     kernels (scipy, numba) are to each other, or a few float32 ulp of W."""
@@ -402,6 +403,7 @@ def test_the_array_engine_fits_studies_held_in_memory():
                            "data.shards.path=/nonexistent"])
 
 
+@pytest.mark.slow
 def test_importing_mlnb_and_a_cpu_study_never_import_cupy():
     code = ("import sys; from mlnb.config import load_config; from mlnb.data.synthetic import make_rcv1_like; "
             "from mlnb.study import run_models; "

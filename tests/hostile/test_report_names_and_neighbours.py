@@ -171,6 +171,7 @@ def assert_inert_html(path: Path) -> Page:
     return page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("write", [_run, _compare, _curve, _sweep, _bench], ids=lambda f: f.__name__[1:])
 def test_every_report_shows_names_as_text(tmp_path, hostile_data, hostile_run, write):
     expected = write(tmp_path, hostile_data, hostile_run)

@@ -50,6 +50,7 @@ def sklearn_aucs(Y, S):
 
 # -- 1. extreme spreads in the compiled kernels ---------------------------------------------------
 
+@pytest.mark.slow
 def test_roc_auc_2d_with_a_subnormal_spread_is_exact_and_the_next_call_still_works():
     Y, A, _ = labelled()
     S = extreme(A)
@@ -62,6 +63,7 @@ def test_roc_auc_2d_with_a_subnormal_spread_is_exact_and_the_next_call_still_wor
     assert roc_auc(np.c_[y, y], np.c_[spread, spread])[0] == pytest.approx(roc_auc_score(y, spread), abs=1e-15)
 
 
+@pytest.mark.slow
 def test_delong_with_a_subnormal_spread_is_exact_deterministic_and_leaves_other_categories_alone():
     Y, A, B = labelled()
     plain = delong_tests(Y, A, B)

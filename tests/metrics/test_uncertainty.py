@@ -129,6 +129,7 @@ def test_a_rare_category_stays_in_every_resample():
     assert max(high - estimate, estimate - low) < 3 * min(high - estimate, estimate - low)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rarest", [1, 2], ids=["one-positive categories", "two or more positives"])
 def test_macro_auc_interval_covers_by_simulation(rarest):
     # the population: 20 categories whose test positives follow a Zipf-like law from `rarest` to 100
@@ -276,6 +277,7 @@ def test_compiled_plan_is_the_stable_argsort_plan(dtype, case):
     np.testing.assert_array_equal(got[1][2 * n:3 * n], Y[order, 2])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_bootstrap_plan_same_for_one_and_two_numba_threads(output_with_numba_threads):
     script = textwrap.dedent("""
@@ -453,6 +455,7 @@ def test_group_starts_at_or_after_are_the_searched_starts(density):
         np.testing.assert_array_equal(_group_starts_at_or_after(new_group, cuts), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("piece_outputs", [3, 1 << 15])

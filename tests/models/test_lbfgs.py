@@ -123,6 +123,7 @@ def test_the_sum_over_chunks_is_the_sum_over_all_documents(corpus):
     pickle.loads(pickle.dumps((loss_and_gradient, whole)))  # what Dask ships: a module-level function, a Partial
 
 
+@pytest.mark.slow
 def test_multilabel_reaches_scikit_learns_optimum(corpus, fitted):
     """Per category, scikit-learn at C = 1/(n·l2) minimises the same objective: the same W, b and f."""
     X, Y = corpus
@@ -158,6 +159,7 @@ def test_history_records_a_falling_objective(fitted):
     assert fitted.weights_.dtype == np.float32 and fitted.bias_.dtype == np.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("l1", [0.0, 1e-3])
 @pytest.mark.parametrize("task", ["multilabel", "multiclass"])
 def test_a_streamed_fit_reaches_the_in_memory_optimum(corpus, multiclass, task, l1):
@@ -210,6 +212,7 @@ def test_l1_reaches_scikit_learns_elastic_net_optimum(tiny):
         assert 0 < np.count_nonzero(w) < w.size
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["multilabel", "multiclass"])
 def test_l1_meets_the_optimality_conditions(corpus, multiclass, task):
     """At the optimum of F = f + l1·‖W‖₁: ∂f/∂w = −l1·sign(w) where w ≠ 0, |∂f/∂w| ≤ l1 where w = 0,

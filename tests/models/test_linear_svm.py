@@ -28,6 +28,7 @@ SETTINGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", SETTINGS, ids=["defaults", "hinge-balanced", "primal"])
 def test_decision_function_equals_sklearn_one_vs_rest(data, settings):
     X, Y, X_test = data
@@ -45,6 +46,7 @@ def test_decision_function_equals_sklearn_one_vs_rest(data, settings):
                                atol=1e-6 * np.abs(expected).max())
 
 
+@pytest.mark.slow
 def test_parallel_equals_serial(data):
     X, Y, _ = data
     serial = LinearSVM(C=0.5).fit(X, Y)

@@ -21,7 +21,6 @@ from mlnb.models.logistic import average_states
 KERNELS = ["numba", "scipy"]
 
 
-
 def objective(X, Y, W, b, l2, l1=0.0):
     """(1/n) Σ_i Σ_k [softplus(z_ik) − y_ik·z_ik] + (l2/2)·‖W‖² + l1·‖W‖₁, in float64."""
     Z = X.toarray().astype(np.float64) @ W + b
@@ -52,6 +51,7 @@ def test_one_step_is_minus_lrate_times_the_finite_difference_gradient(tiny, kern
     assert (b0[0] - model.bias_[0]) / lrate == pytest.approx(numeric_b, rel=2e-3, abs=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_converges_to_sklearn_logistic_regression(tiny, kernel):
     X, Y = tiny
@@ -65,6 +65,7 @@ def test_converges_to_sklearn_logistic_regression(tiny, kernel):
         assert model.bias_[k] == pytest.approx(reference.intercept_[0], abs=2e-3)
 
 
+@pytest.mark.slow
 def test_adagrad_gets_near_the_optimum(tiny):
     X, Y = tiny
     l2 = 0.02
@@ -492,6 +493,7 @@ def _seconds_of(duration: str) -> float:
     return sum(float(number) * units[unit] for number, unit in zip(words[::2], words[1::2]))
 
 
+@pytest.mark.slow
 def test_same_results_for_one_and_two_numba_threads():
     """In subprocesses (NUMBA_NUM_THREADS takes effect at start), with every step forced onto all the
     threads it has: the same bytes."""
@@ -524,18 +526,6 @@ def test_same_results_for_one_and_two_numba_threads():
     one, two = run(1), run(2)
     assert (one[0], two[0]) == ("1", "2")
     assert one[1] == two[1]
-
-
-def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(first_and_warm_process):
-    """The first process compiles the kernels into an empty NUMBA_CACHE_DIR, the second loads them
-    from it: the same weights, losses and probabilities (with fastmath=True they differed in the
-    last bits, so a user's first run disagreed with every later one; see mlnb._numba.IEEE). The two
-    processes (the ``first_and_warm_process`` fixture, tests/conftest.py, shared with a test of the first
-    run's timings) fit LR multilabel with l1 and multiclass after a small study."""
-    (fresh, _), (cached, _) = first_and_warm_process["first"], first_and_warm_process["warm"]
-    assert any(first_and_warm_process["cache"].rglob("*.nbc")), "the first run should have filled the empty cache"
-    assert len(fresh["losses"]) == 4 and all(np.isfinite(fresh["losses"]))  # 2 fits × 2 passes
-    assert (cached["fingerprint"], cached["losses"]) == (fresh["fingerprint"], fresh["losses"])
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -60,6 +60,7 @@ def test_one_step_is_minus_lrate_times_the_finite_difference_gradient(tiny_multi
         assert (b0[k] - model.bias_[k]) / lrate == pytest.approx(numeric_b, rel=2e-3, abs=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_converges_to_sklearn_multinomial_logistic_regression(tiny_multiclass, kernel):
     X, y = tiny_multiclass

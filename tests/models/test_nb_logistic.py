@@ -55,6 +55,7 @@ def test_one_scaled_step_is_minus_lrate_times_the_finite_difference_gradient_in_
         assert (b0[k] - model.bias_[k]) / lrate == pytest.approx(numeric_b, rel=2e-3, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_numba_and_scipy_kernels_agree_with_a_scale(small_corpus):
     X, Y = small_corpus.X_train, small_corpus.Y_train
     # (no l1 here: sign(w) at w = 0 turns float round-off into different paths)

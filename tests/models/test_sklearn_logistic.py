@@ -24,6 +24,7 @@ def test_decision_function_equals_sklearn_one_vs_rest(data):
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_same_seed_same_model_and_parallel_equals_serial(data):
     X, Y, _ = data
     a = SklearnLogisticRegression(npasses=2, random_state=1).fit(X, Y)

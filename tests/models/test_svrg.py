@@ -55,7 +55,8 @@ def svrg(**options):
     return LogisticRegression(**{"solver": "svrg", "l2": L2, "batch_size": 200, "tol": 1e-5, "max_iter": 200, **options})
 
 
-@pytest.mark.parametrize("task, l1", [("multilabel", 0.0), ("multiclass", 0.0), ("multilabel", 1e-4)])
+@pytest.mark.parametrize("task, l1", [("multilabel", 0.0), ("multiclass", 0.0),
+                                      pytest.param("multilabel", 1e-4, marks=pytest.mark.slow)])
 def test_reaches_the_optimum_of_lbfgs(corpus, multiclass, task, l1):
     X, Y = corpus if task == "multilabel" else multiclass
     link = "sigmoid" if task == "multilabel" else "softmax"
@@ -180,6 +181,7 @@ def test_bad_values_and_minibatch_only_calls_are_refused(corpus):
         LogisticRegression(solver="svrg").fit_stream(lambda: iter([]), X.shape[1], Y.shape[1])
 
 
+@pytest.mark.slow
 def test_a_rare_category_saturated_at_a_snapshot_does_not_throw_its_bias_out():
     """At l2 = 1e-4 on 16k RCV1-shaped documents, a rare category's snapshot had every p̃ ≈ 0: b's step of
     η/h_b was ~1e28, F reached 1e28 and 30 halvings of η could not recover (before CURVATURE_FLOOR_B)."""

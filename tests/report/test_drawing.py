@@ -34,6 +34,7 @@ def _digests(folder):
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.glob("*.png"))}
 
 
+@pytest.mark.slow
 def test_figures_drawn_in_processes_are_the_bytes_drawn_here(study, tmp_path, monkeypatch):
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
@@ -52,6 +53,7 @@ def test_figures_drawn_in_processes_are_the_bytes_drawn_here(study, tmp_path, mo
     assert _digests(there) == _digests(here)
 
 
+@pytest.mark.slow
 def test_an_error_in_a_figure_is_raised_here(study, tmp_path, monkeypatch):
     monkeypatch.setattr(drawing, "PROCESSES_FROM_THREADS", 1)
     monkeypatch.setattr(drawing, "worker_threads", lambda: 2)
@@ -59,6 +61,7 @@ def test_an_error_in_a_figure_is_raised_here(study, tmp_path, monkeypatch):
         _study_plots(study, tmp_path / "missing")
 
 
+@pytest.mark.slow
 def test_without_processes_the_figures_are_drawn_here(study, tmp_path, monkeypatch):
     def no_processes(*args, **kwargs):
         raise OSError("no semaphores here")

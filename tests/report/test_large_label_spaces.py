@@ -131,6 +131,7 @@ def test_the_auc_scatter_of_many_categories_is_a_density():
     assert "PolyCollection" in kinds(many) and "5,000 categories" in many.axes[0].get_title()
 
 
+@pytest.mark.slow
 def test_large_figures_draw_bins_and_the_precision_by_band(large, tmp_path):
     comparison = large.comparisons[0]
     paths = [plots.auc_scatter(large, comparison, tmp_path / "scatter.png"),
@@ -165,6 +166,7 @@ def small_study():
     return run_study(config)
 
 
+@pytest.mark.slow
 def test_a_small_study_gets_one_band_table_and_its_bands_add_up_to_p_at_k(small_study, tmp_path):
     lines = bands_markdown(small_study)
     assert "## By frequency band" in lines and top_bottom_markdown(small_study) == []

@@ -47,17 +47,20 @@ def test_package_names_still_resolve():
         from mlnb.data import nothing  # noqa: F401
 
 
+@pytest.mark.slow
 def test_only_the_rcv1_readers_need_scikit_learns_dataset_loaders():
     assert "sklearn" not in _imported_after("import mlnb.data.synthetic")
     assert "sklearn" not in _imported_after("import mlnb.data.rcv1")  # imported when a file is read
 
 
+@pytest.mark.slow
 def test_importing_the_plots_leaves_the_users_backend_alone():
     code = "import matplotlib\nmatplotlib.use('svg')\nimport mlnb.report.plots\nprint(matplotlib.get_backend())"
     done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "svg"), done.stderr
 
 
+@pytest.mark.slow
 def test_study_figures_are_written_without_pyplot(tmp_path):
     config = load_config(PROJECT / "configs" / "quickstart.toml",
                          ["data.synthetic.n_documents=1500", "data.synthetic.n_features=800",
@@ -72,6 +75,7 @@ def test_study_figures_are_written_without_pyplot(tmp_path):
     assert "matplotlib.pyplot" not in sys.modules or not __import__("matplotlib.pyplot").pyplot.get_fignums()
 
 
+@pytest.mark.slow
 def test_a_quick_run_imports_no_matplotlib(tmp_path):
     code = ("from typer.testing import CliRunner\nfrom mlnb.cli import app\n"
             f"done = CliRunner().invoke(app, ['run', 'configs/quickstart.toml', '--out', {str(tmp_path)!r}, '--quick', "

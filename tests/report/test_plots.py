@@ -23,6 +23,7 @@ def study():
     return run_study(config)
 
 
+@pytest.mark.slow
 def test_every_figure_of_a_study_is_laid_out_once(study, tmp_path, monkeypatch):
     laid_out = []
     layout = Figure.tight_layout
@@ -38,6 +39,7 @@ def test_every_figure_of_a_study_is_laid_out_once(study, tmp_path, monkeypatch):
     assert len(laid_out) == len(drawn) + len(scatters) and len(set(map(id, laid_out))) == len(drawn)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, draw", [("roc", lambda result, path: plots.roc_for_category(result, 1, path)),
                                         ("lift", lambda result, path: plots.lift_for_category(result, 1, path)),
                                         ("calibration", plots.calibration),

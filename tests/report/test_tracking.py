@@ -33,6 +33,7 @@ def _tracked(study, uri: str):
     return dataclasses.replace(study, config=dataclasses.replace(study.config, tracking=tracking))
 
 
+@pytest.mark.slow
 def test_mlflow_is_never_imported_unless_configured(study, tmp_path, monkeypatch):
     code = "import mlnb.cli, mlnb.config, mlnb.report.results, mlnb.tracking, sys; print('mlflow' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, timeout=120)
@@ -57,6 +58,7 @@ def test_a_tracking_failure_is_a_warning_after_the_folder_is_written(study, tmp_
     assert (folder / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_a_run_is_logged_to_a_local_file_store(study, tmp_path):
     pytest.importorskip("mlflow", reason="MLflow is the optional extra mlnb[tracking]; not installed here")
     from mlflow.tracking import MlflowClient

@@ -89,6 +89,7 @@ def test_a_model_the_corpus_task_cannot_take_is_refused(tmp_path, corpora):
         corpus_configs(load_config(path), str(path))
 
 
+@pytest.mark.slow
 def test_bench_writes_ranks_friedman_and_per_corpus_folders(tmp_path, corpora):
     path = _bench(tmp_path, corpora)
     result = CliRunner().invoke(app, ["bench", str(path), "--out", str(tmp_path / "out"), "--quiet"])
@@ -115,6 +116,7 @@ def test_bench_writes_ranks_friedman_and_per_corpus_folders(tmp_path, corpora):
     assert "Friedman over 4 corpora, 3 models" in result.output
 
 
+@pytest.mark.slow
 def test_bench_curves_give_a_crossover_row_per_corpus_and_pair(tmp_path, corpora):
     path = _bench(tmp_path, corpora[:2], "curves = true\n[curve]\nsizes = [100, 300]\nseeds = 1\n")
     result = CliRunner().invoke(app, ["bench", str(path), "--out", str(tmp_path / "out"), "--quiet"])

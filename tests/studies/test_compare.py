@@ -3,6 +3,7 @@
 import json
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from mlnb.cli import app
@@ -16,6 +17,7 @@ def run(tmp_path, *extra):
     return sorted((tmp_path / "quickstart").iterdir())[-1]
 
 
+@pytest.mark.slow
 def test_run_includes_a_paired_comparison(tmp_path):
     folder = run(tmp_path)
     table = pd.read_csv(folder / "comparison.csv")
@@ -30,6 +32,7 @@ def test_run_includes_a_paired_comparison(tmp_path):
     assert (folder / "plots" / "auc_difference_lr_vs_nb.png").is_file() and (folder / "scores.npz").is_file()
 
 
+@pytest.mark.slow
 def test_explicit_pairs_of_several_models(tmp_path):
     folder = run(tmp_path, "--set", "models.cnb.kind=naive_bayes", "--set", "models.cnb.event_model=bernoulli",
                  "--set", 'report.compare=[["lr", "nb"], ["cnb", "lr"]]')
@@ -42,11 +45,13 @@ def test_explicit_pairs_of_several_models(tmp_path):
     assert "## Paired comparison: cnb (a) against lr (b)" in report
 
 
+@pytest.mark.slow
 def test_no_pairs_when_paired_tests_are_off(tmp_path):
     folder = run(tmp_path, "--set", "report.paired_tests=false")
     assert not (folder / "comparison.csv").exists() and not list((folder / "plots").glob("auc_difference*"))
 
 
+@pytest.mark.slow
 def test_compare_two_runs_and_within_one(tmp_path):
     first = run(tmp_path / "a")
     second = run(tmp_path / "b", "--set", "models.lr.lrate=0.05")
@@ -65,6 +70,7 @@ def test_compare_two_runs_and_within_one(tmp_path):
     assert itself.exit_code == 2 and "model 'nb' against itself" in itself.output
 
 
+@pytest.mark.slow
 def test_compare_refuses_different_test_documents(tmp_path):
     first = run(tmp_path / "a")
     other = run(tmp_path / "b", "--set", "seed=5")
@@ -82,6 +88,7 @@ def test_damaged_scores_file_is_a_one_line_error(tmp_path):
     assert result.exit_code == 2 and "not a readable mlnb scores file" in result.output
 
 
+@pytest.mark.slow
 def test_compare_leaves_out_what_the_run_left_out(tmp_path):
     """Categories without training positives, excluded by the run, stay excluded in `mlnb compare`."""
     folder = run(tmp_path)

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from mlnb.cli import app
@@ -19,6 +20,7 @@ def test_crossing_is_interpolated_in_log_size():
     assert crossings(sizes, nb + 1, nb) == []
 
 
+@pytest.mark.slow
 def test_curve_command_end_to_end(tmp_path):
     args = ["curve", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet",
             "--set", "data.synthetic.n_documents=3000", "--set", "data.synthetic.n_features=2000",

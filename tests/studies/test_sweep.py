@@ -63,6 +63,7 @@ def test_validation_split_is_inside_the_training_part(small_corpus):
     assert not set(split.test_index) & set(small_corpus.test_index)
 
 
+@pytest.mark.slow
 def test_sweep_command_end_to_end_with_heatmap(tmp_path):
     args = ["sweep", "configs/quickstart.toml", "--out", str(tmp_path), "--quiet",
             "--param", "models.lr.lrate=0.1,0.3", "--param", "models.lr.batch_size=100,500",
@@ -89,6 +90,7 @@ def test_sweep_errors(tmp_path, extra, message):
     assert re.search(message, result.output), result.output
 
 
+@pytest.mark.slow
 def test_diverging_setting_is_recorded_not_fatal_and_init_nb_is_used(small_corpus):
     config = load_config(None, ["models.lr.updater=sgd", "models.lr.batch_size=200"])
     result = run_sweep(config, ["models.lr.lrate=0.1,1e38"], dataset=small_corpus)

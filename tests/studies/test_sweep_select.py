@@ -78,6 +78,7 @@ def test_test_metrics_are_the_refitted_setting_on_the_test_part(swept, small_cor
     assert result.test["n_test"] == small_corpus.test_index.size
 
 
+@pytest.mark.slow
 def test_sweep_command_writes_best_toml_that_runs_the_tested_setting(tmp_path):
     args = ["sweep", "configs/quickstart.toml", "--out", str(tmp_path / "s"), "--quiet",
             "--param", "models.nb.alpha=0.05,0.5", "--set", "sweep.repeats=2"] + [a for s in SMALL for a in ("--set", s)]
