@@ -44,6 +44,21 @@ def _parallel_controller(config) -> bool:
     return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
 
 
+#: test files of a minute or more on one core (a fresh numba compile, whole experiments, the tutorials): under
+#: pytest-xdist (a file per process) they are handed out first, so that no process is left running one of them
+#: alone at the end while the others wait
+LONGEST_FILES = ("tests/test_precompile.py", "tests/test_docs.py", "tests/test_reference_results.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests of ``LONGEST_FILES`` first, every file's tests in their own order."""
+    def longest_first(item) -> int:
+        path = Path(str(item.fspath)).resolve()
+        return next((rank for rank, name in enumerate(LONGEST_FILES) if path == Path(config.rootpath, name)),
+                    len(LONGEST_FILES))
+    items.sort(key=longest_first)  # a stable sort: the order within each group is kept
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
     """Under pytest-xdist, the controller compiles the kernels before it starts the workers: the workers

@@ -17,7 +17,7 @@ from mlnb.engine.documents import validation_buckets
 from mlnb.study import run_models, run_study
 
 SMALL = ["data.synthetic.n_documents=2000", "data.synthetic.n_features=1500", "data.synthetic.n_categories=12",
-         "models.lr.npasses=1", "report.category=0"]
+         "models.lr.npasses=1", "report.category=0", "eval.bootstrap=0"]  # intervals only where a key needs them
 COMMANDS = {
     "run": [],
     "sweep": ["--param", "models.nb.alpha=0.5,1"],
@@ -64,7 +64,7 @@ EVAL_KEYS = {
     "propensity_b": (2.6, "propensities_from_counts", lambda a, k, r: a[3]),
 }
 # what a key needs switched on to matter at all
-NEEDS = {"decision_metric": ["eval.decision=scut"], "fbr": ["eval.decision=scutfbr"],
+NEEDS = {"confidence": ["eval.bootstrap=7"], "decision_metric": ["eval.decision=scut"], "fbr": ["eval.decision=scutfbr"],
          "fbr_rank": ["eval.decision=scutfbr"], "rcut_k": ["eval.decision=rcut"],
          "validation": ["eval.decision=scut"], "validation_fraction": ["eval.decision=scut"],
          "folds": ["eval.decision=scut", "eval.validation=kfold"], "refit": ["eval.decision=scut"]}
