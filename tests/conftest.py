@@ -44,10 +44,13 @@ def _parallel_controller(config) -> bool:
     return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
 
 
-#: test files of a minute or more on one core (a fresh numba compile, whole experiments, the tutorials): under
-#: pytest-xdist (a file per process) they are handed out first, so that no process is left running one of them
-#: alone at the end while the others wait
-LONGEST_FILES = ("tests/test_precompile.py", "tests/test_docs.py", "tests/test_reference_results.py")
+#: the test files of the most seconds in a whole-suite run (`--durations=0`, longest first: a fresh numba
+#: compile, the tutorials, a reference table, whole runs): under pytest-xdist (a file per process, in this order:
+#: `--no-loadscope-reorder` in pyproject.toml) they are handed out first, so that no process is left running one
+#: of them alone at the end while the others wait
+LONGEST_FILES = ("tests/test_precompile.py", "tests/test_docs.py", "tests/test_reference_results.py",
+                 "tests/test_study.py", "tests/test_study_contract.py", "tests/test_init.py", "tests/test_cli.py",
+                 "tests/models/test_sklearn_checks.py", "tests/test_real_configs.py")
 
 
 def pytest_collection_modifyitems(config, items):
