@@ -632,6 +632,15 @@ def _compare(result: StudyResult, scored: Scored) -> None:
                                                      seed=config.seed, level=config.eval.confidence))
 
 
+def labels_and_top_k(scored: Scored, runs, k: int) -> tuple:
+    """(the evaluation labels, {run name: each document's k best categories}) of ``runs`` whose scores are in
+    memory (``top_k_of_scores``) or spilled (``top_k_of_spill``, a block of whole categories at a time: the same
+    rankings); shared by the run (``_rank_at_k``) and by sweep and curve points (``mlnb.studies.ranking``)."""
+    if scored.in_memory:
+        return scored.Y, {run.name: top_k_of_scores(run.scores, k)[0] for run in runs}
+    return spill_labels(runs[0].spill), {run.name: top_k_of_spill(run.spill, k)[0] for run in runs}
+
+
 def _rank_at_k(result: StudyResult, scored: Scored, n_train: int) -> None:
     """Multilabel, ``eval.ranking_k`` = k > 0: each model's k best categories of every test document, from
     its evaluated scores in memory (``top_k_of_scores``) or from its spill, a block of whole categories at a
@@ -646,12 +655,7 @@ def _rank_at_k(result: StudyResult, scored: Scored, n_train: int) -> None:
     if not ks or config.task == "multiclass" or not result.models:
         return
     with progress.status(f"ranking metrics at k = {ev.ranking_k}"), timings.stage("evaluate"):
-        if scored.in_memory:
-            labels = scored.Y
-            rankings = {run.name: top_k_of_scores(run.scores, ev.ranking_k)[0] for run in result.models}
-        else:
-            labels = spill_labels(result.models[0].spill)
-            rankings = {run.name: top_k_of_spill(run.spill, ev.ranking_k)[0] for run in result.models}
+        labels, rankings = labels_and_top_k(scored, result.models, ev.ranking_k)
         propensity = propensities_from_counts(result.train_positives, n_train, ev.propensity_a, ev.propensity_b)
     with progress.status("ranking metrics' intervals and comparisons"), timings.stage("intervals"):
         per_model, comparisons = rank_models(rankings, labels, ks, propensity, n_boot=ev.bootstrap,

@@ -84,6 +84,25 @@ def pytest_collection_finish(session):
     _precompile(config)
 
 
+def _write_svmlight_shards(folder: Path, corpus, parts: int) -> str:
+    """``corpus``'s documents, in order, as ``parts`` multilabel svmlight files part-0.svm, part-1.svm, ... in
+    ``folder``; their glob (for ``[data.svmlight] path``)."""
+    import numpy as np
+    from sklearn.datasets import dump_svmlight_file
+
+    for i, rows in enumerate(np.array_split(np.arange(corpus.X.shape[0]), parts)):
+        dump_svmlight_file(corpus.X[rows], corpus.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
+                           zero_based=False)
+    return f"{folder}/part-*.svm"
+
+
+@pytest.fixture(scope="session")
+def svmlight_shards():
+    """``svmlight_shards(folder, corpus, parts)``: write a synthetic corpus as svmlight shards, for the tests of
+    streamed studies; -> their glob."""
+    return _write_svmlight_shards
+
+
 @pytest.fixture(scope="session")
 def small_corpus():
     """3,000 documents, 2,000 words, 20 categories: seconds to fit anything."""

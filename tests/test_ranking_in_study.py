@@ -7,7 +7,6 @@ import tempfile
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import dump_svmlight_file
 
 from mlnb.config import load_config
 from mlnb.data.synthetic import make_rcv1_like
@@ -29,14 +28,12 @@ ENGINES = {"memory": ["data.streaming=false"], "streamed": ["data.streaming=true
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, svmlight_shards):
     """Three svmlight shards of a synthetic multilabel corpus, and a config of two count-based models (the same
     fit, bit for bit, in memory, streamed and on Dask)."""
     folder = tmp_path_factory.mktemp("ranking")
     data = make_rcv1_like(n_documents=N_DOCUMENTS, n_features=N_FEATURES, n_categories=N_CATEGORIES, seed=11)
-    for i, rows in enumerate(np.array_split(np.arange(N_DOCUMENTS), 3)):
-        dump_svmlight_file(data.X[rows], data.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
-                           zero_based=False)
+    svmlight_shards(folder, data, 3)
     config = folder / "study.toml"
     config.write_text(f"""
 [data]

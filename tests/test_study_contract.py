@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import dump_svmlight_file
 from typer.testing import CliRunner
 
 from mlnb.cli import app
@@ -48,13 +47,11 @@ MODELS = {**{kind: (kind, OPTIONS.get(kind, {})) for kind in STREAMING_KINDS}, *
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, svmlight_shards):
     """Three svmlight shards of one synthetic corpus, and a config with one model of every streaming kind."""
     folder = tmp_path_factory.mktemp("contract")
     data = make_rcv1_like(n_documents=N_DOCUMENTS, n_features=N_FEATURES, n_categories=N_CATEGORIES, seed=5)
-    for i, rows in enumerate(np.array_split(np.arange(N_DOCUMENTS), 3)):
-        dump_svmlight_file(data.X[rows], data.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
-                           zero_based=False)
+    svmlight_shards(folder, data, 3)
     models = "\n".join(f'[models.{name}]\nkind = "{kind}"\n' + "".join(f"{key} = {value}\n" for key, value in
                                                                      options.items())
                        for name, (kind, options) in MODELS.items())

@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import dump_svmlight_file
 from typer.testing import CliRunner
 
 from mlnb.cli import app
@@ -22,13 +21,11 @@ N_DOCUMENTS, N_FEATURES, N_CATEGORIES = 6000, 1500, 15
 
 
 @pytest.fixture(scope="module")
-def shards(tmp_path_factory):
+def shards(tmp_path_factory, svmlight_shards):
     """Three svmlight shards of one synthetic corpus, and a config that streams them."""
     folder = tmp_path_factory.mktemp("shards")
     corpus = make_rcv1_like(n_documents=N_DOCUMENTS, n_features=N_FEATURES, n_categories=N_CATEGORIES, seed=3)
-    for i, rows in enumerate(np.array_split(np.arange(N_DOCUMENTS), 3)):
-        dump_svmlight_file(corpus.X[rows], corpus.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
-                           zero_based=False)
+    svmlight_shards(folder, corpus, 3)
     config = folder / "stream.toml"
     config.write_text(f"""
 [data]

@@ -92,10 +92,13 @@ def curve_ranking_markdown(curve) -> list[str]:
     # the order of the summary metrics' table above it: by model, then by size
     means = curve.table.groupby(["model", "size"])[columns].mean().reset_index()
     return [f"## Ranking at k (k = {k})", "",
-            f"Every model on the test part, mean over the {curve.table['seed'].nunique()} training samples of "
-            "each size. " + _what(curve.config, columns, "test", "each sample's own training counts")
+            f"Every model on the test part, {_samples(curve.table['seed'].nunique())} of each size. " + _what(curve.config, columns, "test", "each sample's own training counts")
             + " The figure `curve_ranking.png` draws them against the training size.", "",
             markdown_table(means.set_index("model")), ""]
+
+
+def _samples(count: int) -> str:
+    return "one training sample" if count == 1 else f"mean over the {count} training samples"
 
 
 def _number(value) -> str:
@@ -201,6 +204,7 @@ def curve_ranking_plot(curve, path: Path) -> Path | None:
                   for i, j in enumerate(cutoffs)])
     # outside the axes, right: inside, a legend hides the lines wherever it is put
     axes[-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    fig.suptitle(f"Ranking at k on the test part: mean over {curve.table['seed'].nunique()} seeds "
+    seeds = curve.table["seed"].nunique()
+    fig.suptitle(f"Ranking at k on the test part: {'one seed' if seeds == 1 else f'mean over {seeds} seeds'} "
                  "(colour: model; line: cut-off j)", fontsize=10)
     return _save(fig, path)

@@ -5,7 +5,7 @@ A point is one ``mlnb.study.run_on`` (a sweep setting on a validation repeat, or
 evaluated on the test part). For each of its models:
 
     rankings     each evaluation document's k = ``eval.ranking_k`` best categories, from the evaluated scores
-                 in memory (``top_k_of_scores``) or from the spill (``top_k_of_spill``: the same rankings)
+                 in memory or from the spill (``mlnb.study.labels_and_top_k``, as the run)
     propensities p_l = 1 / (1 + C · exp(−A · ln(N_l + B))),  C = (ln N − 1) · (B + 1)^A  from the point's
                  own training counts (N documents, N_l positives of category l; ``propensities_from_counts``,
                  A = ``eval.propensity_a``, B = ``eval.propensity_b``; none below 3 training documents)
@@ -24,9 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlnb.config import StudyConfig
-from mlnb.metrics.at_k import top_k_of_scores
-from mlnb.metrics.at_k_study import (propensities_from_counts, rank_models, ranking_cutoffs, spill_labels,
-                                     top_k_of_spill)
+from mlnb.metrics.at_k_study import propensities_from_counts, rank_models, ranking_cutoffs
+from mlnb.study import labels_and_top_k
 
 __all__ = ["RANKING_FAMILIES", "ranking_columns", "ranking_of_loop"]
 
@@ -52,12 +51,7 @@ def ranking_of_loop(config: StudyConfig, loop) -> dict[str, dict[str, float]]:
     if not columns or not loop.runs:
         return {run.name: {} for run in loop.runs}
     ev = config.eval
-    if loop.scored.in_memory:
-        labels = loop.scored.Y
-        rankings = {run.name: top_k_of_scores(run.scores, ev.ranking_k)[0] for run in loop.runs}
-    else:
-        labels = spill_labels(loop.runs[0].spill)
-        rankings = {run.name: top_k_of_spill(run.spill, ev.ranking_k)[0] for run in loop.runs}
+    labels, rankings = labels_and_top_k(loop.scored, loop.runs, ev.ranking_k)
     propensity = propensities_from_counts(loop.train_positives, loop.n_train, ev.propensity_a, ev.propensity_b)
     per_model, _ = rank_models(rankings, labels, ranking_cutoffs(ev.ranking_k), propensity, n_boot=0,
                                compare=False)

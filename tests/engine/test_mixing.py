@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import dump_svmlight_file
 
 from mlnb.config import load_config
 from mlnb.data.stream import Partition
@@ -36,14 +35,12 @@ def test_a_source_without_row_ranges_keeps_its_partitions_whole():
 
 
 @pytest.mark.slow
-def test_mixing_rarer_than_asked_is_one_warning(tmp_path):
+def test_mixing_rarer_than_asked_is_one_warning(tmp_path, svmlight_shards):
     pytest.importorskip("distributed")
     from mlnb.study import run_study
 
     corpus = make_rcv1_like(n_documents=2400, n_features=300, n_categories=6, seed=1)
-    for i, rows in enumerate(np.array_split(np.arange(2400), 2)):
-        dump_svmlight_file(corpus.X[rows], corpus.Y[rows].toarray(), str(tmp_path / f"part-{i}.svm"),
-                           multilabel=True, zero_based=False)
+    svmlight_shards(tmp_path, corpus, 2)
     config = tmp_path / "study.toml"
     config.write_text(f"""
 [data]

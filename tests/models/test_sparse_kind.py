@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import dump_svmlight_file
 from typer.testing import CliRunner
 
 from mlnb import budget
@@ -41,13 +40,11 @@ def test_the_sparse_kind_is_registered_with_sparse_weights_and_its_dense_equival
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, svmlight_shards):
     """Two svmlight files of one synthetic corpus, and a study of both kinds for every sparse event model."""
     folder = tmp_path_factory.mktemp("sparse_kind")
     data = make_rcv1_like(n_documents=2000, n_features=600, n_categories=10, seed=7)
-    for i, rows in enumerate(np.array_split(np.arange(2000), 2)):
-        dump_svmlight_file(data.X[rows], data.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
-                           zero_based=False)
+    svmlight_shards(folder, data, 2)
     models = "".join(f'[models.{prefix}_{event_model}]\nkind = "{kind}"\nevent_model = "{event_model}"\n'
                      for event_model in SPARSE_EVENT_MODELS for prefix, kind in (("dense", DENSE_NB),
                                                                                  ("sparse", SPARSE)))

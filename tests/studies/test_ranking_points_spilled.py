@@ -4,12 +4,11 @@ the numbers of the same study read whole (slow: streamed sweeps and curves, seve
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import dump_svmlight_file
 
+from mlnb import study
 from mlnb.config import load_config
 from mlnb.data.synthetic import make_rcv1_like
 from mlnb.metrics.at_k_study import top_k_of_spill
-from mlnb.studies import ranking
 from mlnb.studies.curve import run_curve
 from mlnb.studies.sweep import run_sweep
 
@@ -19,14 +18,12 @@ RANKED = ["P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5", "PSP@1", "PSP@3", "
 
 
 @pytest.fixture(scope="module")
-def shards(tmp_path_factory):
+def shards(tmp_path_factory, svmlight_shards):
     """Two svmlight shards of a synthetic multilabel corpus and a config of two count-based models (the same
     fits, bit for bit, read whole or in chunks)."""
     folder = tmp_path_factory.mktemp("ranking_points")
     data = make_rcv1_like(n_documents=1200, n_features=400, n_categories=12, seed=11)
-    for i, rows in enumerate(np.array_split(np.arange(1200), 2)):
-        dump_svmlight_file(data.X[rows], data.Y[rows].toarray(), str(folder / f"part-{i}.svm"), multilabel=True,
-                           zero_based=False)
+    svmlight_shards(folder, data, 2)
     config = folder / "study.toml"
     config.write_text(f"""
 [data]
@@ -54,7 +51,7 @@ def test_spilled_scores_give_the_in_memory_ranking_in_sweeps_and_curves(shards, 
     """Streamed with the scores on disk (engine.scores = 'disk'), the rankings are read from the spill: the
     same ranking numbers as the same sweep and curve read whole, to the bit."""
     read = []
-    monkeypatch.setattr(ranking, "top_k_of_spill", lambda spill, k: read.append(k) or top_k_of_spill(spill, k))
+    monkeypatch.setattr(study, "top_k_of_spill", lambda spill, k: read.append(k) or top_k_of_spill(spill, k))
     spilled = ["data.streaming=true", 'engine.scores="disk"']
     whole = ["data.streaming=false"]
     sweep = ["sweep.repeats=1", "sweep.model=nb"]
