@@ -44,7 +44,7 @@ import time
 
 import numpy as np
 
-from mlnb._numba import IEEE, njit, prange
+from mlnb._kernels.jit import IEEE, njit, prange
 from mlnb.models._glm_kernels import PREFETCH_AHEAD, _forward_row, _prefetch_row, _update_row
 
 TARGET_RATIO = 1.5

@@ -73,7 +73,7 @@ from bench_threads import ROOT, load, make_data, stages  # noqa: E402
 NUMBA_STAGES = ("NB fit", "scoring", "LR pass", "DeLong tests", "DeLong intervals", "bootstrap")
 #: functions that split their work over a thread pool beyond one thread (numpy lets the threads run): parallel
 #: parts too, though not numba's
-POOLED = (("mlnb._numba", "map_pieces"), ("mlnb._numba", "map_threads"))
+POOLED = (("mlnb._kernels.jit", "map_pieces"), ("mlnb._kernels.jit", "map_threads"))
 CHECKED_THREADS = (2, 4, 8, 16)
 
 

@@ -5,7 +5,7 @@ with the types it is called with. ``tests/test_precompile.py`` names any combina
 that is missing here."""
 
 SIGNATURES = {
-    'mlnb._csr': {
+    'mlnb._kernels.csr': {
         '_at_or_above': [
             "(Array(float32, 2, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True))",
         ],

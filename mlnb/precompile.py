@@ -129,22 +129,22 @@ def worker_processes() -> int:
 def ready_marker() -> Path | None:
     """The file that says every listed combination is in numba's cache: in the cache's folder, named by a
     hash of the kernels' sources, the list, numba's and Python's versions. None without numba."""
-    from mlnb import _numba
+    from mlnb._kernels import jit
 
-    if not _numba.HAVE_NUMBA:
+    if not jit.HAVE_NUMBA:
         return None
     import platform
 
     import numba
 
-    from mlnb import _csr
+    from mlnb._kernels import csr
     from mlnb._kernel_signatures import SIGNATURES
 
-    kernel = next((value for value in vars(_csr).values() if hasattr(getattr(value, "_cache", None), "_cache_path")),
+    kernel = next((value for value in vars(csr).values() if hasattr(getattr(value, "_cache", None), "_cache_path")),
                   None)
     if kernel is None:  # numba's compilation turned off (NUMBA_DISABLE_JIT)
         return None
-    key = hashlib.sha256(_numba.kernels_stamp() + repr(SIGNATURES).encode()
+    key = hashlib.sha256(jit.kernels_stamp() + repr(SIGNATURES).encode()
                          + f"{numba.__version__} {sys.version} {platform.machine()}".encode()).hexdigest()[:16]
     return Path(kernel._cache._cache_path) / f"mlnb-kernels-{key}.ready"
 

@@ -1,13 +1,14 @@
-"""mlnb._atomic: every piece of work is claimed exactly once, whatever the thread count, and the pieces' size."""
+"""mlnb._kernels.atomic: every piece of work is claimed exactly once, whatever the thread count, and the
+pieces' size."""
 
 import numpy as np
 import pytest
 
-from mlnb._atomic import PIECE_ROWS, PIECES_PER_THREAD, piece_rows
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._kernels.atomic import PIECE_ROWS, PIECES_PER_THREAD, piece_rows
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim, claim_rows, exchange
+    from mlnb._kernels.atomic import claim, claim_rows, exchange
 
     @njit(parallel=True)
     def _claim_all(pieces, workers, owner, rounds, claimed):

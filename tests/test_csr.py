@@ -1,4 +1,4 @@
-"""mlnb._csr against numpy and scipy: column_counts is np.bincount, select_rows is M[rows] and
+"""mlnb._kernels.csr against numpy and scipy: column_counts is np.bincount, select_rows is M[rows] and
 stack_rows is sp.vstack, on any number of threads."""
 
 import numba
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from mlnb import _atomic, _csr
-from mlnb._csr import column_counts, select_rows, stack_rows
+from mlnb._kernels import atomic as _atomic, csr as _csr
+from mlnb._kernels.csr import column_counts, select_rows, stack_rows
 
 
 @pytest.mark.parametrize("size, V", [(0, 5), (1000, 7), (200_000, 50), (300_000, 47_236)])

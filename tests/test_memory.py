@@ -1,4 +1,4 @@
-"""mlnb._memory: large freed blocks are reused (glibc), so repeated fits do not fault in fresh pages."""
+"""mlnb._kernels.memory: large freed blocks are reused (glibc), so repeated fits do not fault in fresh pages."""
 
 import os
 import subprocess
@@ -13,8 +13,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gl
 # same block (the heap reuses it; with glibc's default threshold it is a fresh mmap each time).
 PROBE = textwrap.dedent("""
     import numpy as np
-    import mlnb._numba  # the kernels' import applies the setting
-    from mlnb._memory import reuse_freed_blocks
+    import mlnb._kernels.jit  # the kernels' import applies the setting
+    from mlnb._kernels.memory import reuse_freed_blocks
 
     def in_heap(address):
         for line in open("/proc/self/maps"):

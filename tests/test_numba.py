@@ -1,4 +1,4 @@
-"""mlnb._numba: every compiled kernel of the package is cached under one stamp of all the files with
+"""mlnb._kernels.jit: every compiled kernel of the package is cached under one stamp of all the files with
 compiled code, so that an edit of any of them (a row step that another file's kernel inlines) recompiles
 the kernels that compiled it in, instead of loading the old machine code."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mlnb import _numba
+from mlnb._kernels import jit as _numba
 
 pytestmark = pytest.mark.skipif(not _numba.HAVE_NUMBA, reason="numba is not installed")
 

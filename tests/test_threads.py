@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from mlnb._numba import HAVE_NUMBA
+from mlnb._kernels.jit import HAVE_NUMBA
 
 SCRIPT = textwrap.dedent("""
     import hashlib, sys, tempfile, warnings

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._csr import select_rows
+from mlnb._kernels.csr import select_rows
 from mlnb.data.hashing import SAMPLE_PURPOSE, hash_unit, purpose_seed, split_mask
 from mlnb.data.splits import hash_split_rule, random_split_rule, sample_rule
 from mlnb.data.validate import check_features, check_labels, place

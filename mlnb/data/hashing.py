@@ -17,7 +17,7 @@ Other uses of the hash take their own seed, ``purpose_seed(seed, p) = seed + p Â
 (seeds are below 2^32), so that they are independent of the split and of each other:
 p = 0 is the train/test split itself, p = ``SAMPLE_PURPOSE`` the training sample of
 ``data.max_train_documents`` (the n training documents with the smallest u), and the study's
-validation parts take theirs (``mlnb.engine.documents.PURPOSES``).
+validation parts take theirs (``mlnb.study.documents.PURPOSES``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mlnb.errors import MlnbError
 _MASK64 = (1 << 64) - 1
 #: ids of file k of a source of several files start at k << FILE_ID_SHIFT (2^40 â‰ˆ 10^12 documents a file)
 FILE_ID_SHIFT = 40
-#: p of the training sample's seed (``mlnb.engine.documents.PURPOSES["sample"]``)
+#: p of the training sample's seed (``mlnb.study.documents.PURPOSES["sample"]``)
 SAMPLE_PURPOSE = 3
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9

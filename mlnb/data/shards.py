@@ -60,7 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
-from mlnb._numba import map_threads, worker_threads
+from mlnb._kernels.jit import map_threads, worker_threads
 from mlnb.budget import check_data_sizes, human
 from mlnb.data.stream import (
     Chunk,
@@ -688,8 +688,8 @@ class ShardSource(ChunkSource):
 def _csr_rows(indptr, indices, data, a: int, b: int, width: int, path: Path, what: str) -> sp.csr_matrix:
     """Rows a .. b of a mapped CSR as a matrix of its own, after checking its structure (a corrupt
     file must give one line, not a wrong matrix or a crash); copied and checked on every thread
-    (``mlnb._csr.checked_row_range``)."""
-    from mlnb._csr import checked_row_range  # (numba: imported when a shard is read, not with the sources)
+    (``mlnb._kernels.csr.checked_row_range``)."""
+    from mlnb._kernels.csr import checked_row_range  # (numba: imported when a shard is read, not with the sources)
 
     pointers, columns, values, problem = checked_row_range(indptr, indices, data, a, b, width)
     if problem == "decreasing":

@@ -99,7 +99,7 @@ class Chunk:
         keep = np.asarray(keep, dtype=bool)
         if keep.all():
             return self
-        from mlnb._csr import select_rows  # (numba: imported when a chunk is split, not with the sources)
+        from mlnb._kernels.csr import select_rows  # (numba: imported when a chunk is split, not with the sources)
 
         index = np.flatnonzero(keep)
         lines = self.row_lines()[index]
@@ -192,7 +192,7 @@ def check_chunk_size(chunk_size, name: str = "chunk_size") -> int:
 
 def make_chunk(X, Y, ids, where: str, first_line: int, row_lines=None) -> Chunk:
     """A Chunk whose X and Y went through the same checks as in-memory matrices."""
-    from mlnb._csr import row_order  # (numba: imported when a chunk is made, not with the sources)
+    from mlnb._kernels.csr import row_order  # (numba: imported when a chunk is made, not with the sources)
 
     X = check_features(X, where, first_line=first_line if row_lines is None else None, row_lines=row_lines)
     if not row_order(X):  # scipy's has_sorted_indices, on every thread (check_features's X is a new object)

@@ -297,7 +297,7 @@ class _Growing:
     pages with mremap, not copying them), so that reading a file whole holds little more than its
     documents' arrays, not those and their parts."""
 
-    #: bytes first reserved: above glibc's largest mmap threshold (32 MiB, ``mlnb._memory``), so that the
+    #: bytes first reserved: above glibc's largest mmap threshold (32 MiB, ``mlnb._kernels.memory``), so that the
     #: array is mapped pages from the start (touched only as filled) and every growth is an mremap
     FIRST_BYTES = 33 * 2**20
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, njit
+from mlnb._kernels.jit import HAVE_NUMBA, njit
 
 #: parser outcomes
 OK, UNSUPPORTED, MORE_DEFERRED = 0, 1, 2
@@ -73,12 +73,20 @@ _LARGEST_ID = 2**31 - 2
 if HAVE_NUMBA:
     @njit(cache=True)
     def _is_space(c):  # pragma: no cover - compiled
+        """Whether byte c separates tokens as ``bytes.split()``'s spaces do, less the newline (space, tab, CR, VT,
+        FF).
+
+        Why a kernel: inlined into the compiled parser's loop over the bytes. Measured by
+        experiments/bench_shards.py."""
         return c == 32 or c == 9 or c == 13 or c == 11 or c == 12  # bytes.split()'s, less the newline
 
     @njit(cache=True)
     def _decimal_to_float32(mantissa, exponent, truncated, pow10):  # pragma: no cover - compiled
         """(float32 value of mantissa · 10^exponent, True) when it is surely what strtod and a
-        cast to float32 give; (0, False) when unsure (the caller asks Python's float)."""
+        cast to float32 give; (0, False) when unsure (the caller asks Python's float).
+
+        Why a kernel: converts a value inside the parser's loop over the bytes, with no Python float per value.
+        Measured by experiments/bench_shards.py."""
         if mantissa == 0:
             return np.float32(0.0), True
         if not truncated and mantissa <= _TWO53 and -22 <= exponent <= 22:
@@ -120,6 +128,9 @@ if HAVE_NUMBA:
         n_features / n_categories < 0: not known yet (no range check). A value that
         ``_decimal_to_float32`` is unsure of is deferred: its bytes buf[start:stop] are
         parsed afterwards by Python's float.
+
+        Why a kernel: one pass over a block's bytes into CSR arrays, where scikit-learn's reader goes through Python
+        objects. Measured by experiments/bench_shards.py (the svmlight stream).
         """
         n = buf.size
         m = 0

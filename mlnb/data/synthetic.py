@@ -19,7 +19,7 @@ Generation is vectorised over tokens within chunks of documents (no Python
 loop per document); every chunk has its own seed derived from ``seed``, so
 the result depends only on the arguments, not on how many chunks are made at
 once (``GENERATING_THREADS`` of them, each on a thread) or in which order; the
-chunks are stacked on every thread (``mlnb._csr.stack_rows``).
+chunks are stacked on every thread (``mlnb._kernels.csr.stack_rows``).
 
     topic picks per document   q_i = 1 + Poisson(λ)
     picked topics              k ~ Categorical(w),  w_k log-spaced over 4 decades
@@ -40,8 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb import progress
-from mlnb._csr import stack_rows
-from mlnb._numba import HAVE_NUMBA, njit, prange, worker_threads
+from mlnb._kernels.csr import stack_rows
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange, worker_threads
 from mlnb.data.dataset import Dataset, RowOrigin, hash_split
 from mlnb.data.splits import hash_split_rule
 from mlnb.data.validate import check_features
@@ -137,7 +137,11 @@ def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
 if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _guided_search(cdf, guide, u, drawn):
-        """drawn[t] = min(#{i : cdf[i] <= u[t]}, n − 1), starting from the guide table's count (``_draw``)."""
+        """drawn[t] = min(#{i : cdf[i] <= u[t]}, n − 1), starting from the guide table's count (``_draw``).
+
+        Why a kernel: every token's draw on every thread, starting from the guide table's count, where
+        ``np.searchsorted`` makes a binary search per draw on one core. Measured by experiments/bench_scale.py (the
+        corpus's generation)."""
         n = cdf.size
         M = guide.size
         for t in prange(u.size):

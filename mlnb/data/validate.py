@@ -105,7 +105,7 @@ def _check_values(data: np.ndarray, X: sp.csr_matrix, where: str, first_line, ro
     a message quotes ``original`` (the values before the float32 conversion) when given."""
     if not data.size:
         return
-    from mlnb._csr import value_bounds  # (numba: imported when a matrix is checked, not with the sources)
+    from mlnb._kernels.csr import value_bounds  # (numba: imported when a matrix is checked, not with the sources)
 
     low, high = value_bounds(data)  # NaN propagates through min/max: a pass each when all is well, on every thread
     if np.isfinite(low) and np.isfinite(high) and max(high, -low) <= MAX_ABS_FEATURE \
@@ -131,7 +131,7 @@ def _check_values(data: np.ndarray, X: sp.csr_matrix, where: str, first_line, ro
 def check_non_negative(X: sp.csr_matrix, where: str = "X", first_line: int | None = None,
                        row_lines: RowLines = None) -> None:
     """For a checked X (see check_features): every value ≥ 0, as the count models need."""
-    from mlnb._csr import value_bounds
+    from mlnb._kernels.csr import value_bounds
 
     if X.nnz and value_bounds(X.data)[0] < 0:
         _check_values(X.data, X, where, first_line, row_lines, non_negative=True)
@@ -154,7 +154,7 @@ def check_labels(Y, where: str = "Y", n_documents: int | None = None, first_line
         i = int(bad[0])
         raise MlnbError(f"{place(where, _row_of(Y, i), first_line, row_lines)}: label value {Y.data[i]} in "
                         f"category column {Y.indices[i]}; expected a 0/1 category matrix (documents × categories)")
-    from mlnb._csr import row_order
+    from mlnb._kernels.csr import row_order
 
     if Y.dtype == np.int8 and row_order(Y) and Y.has_canonical_format and (Y.data == 1).all():
         return Y
@@ -185,7 +185,7 @@ def check_scores(scores, where: str = "scores", shape: tuple | None = None) -> n
         raise MlnbError(f"{where}: has shape {scores.shape}, expected {tuple(shape)} (documents × categories "
                         "of the labels)")
     if scores.dtype.kind == "f":
-        from mlnb._csr import value_bounds  # (numba: imported when scores are checked, not with the sources)
+        from mlnb._kernels.csr import value_bounds  # (numba: imported when scores are checked, not with the sources)
 
         if np.isnan(value_bounds(scores)[0]):  # NaN propagates through min: no n × K mask unless there is one
             bad = np.isnan(scores)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 
 #: columns gathered together from a row-major n × K matrix (one 64-byte line of float64)
 GROUP_COLUMNS = 8
@@ -43,7 +43,7 @@ BUCKETS_PER_VALUE = 8
 MAX_BUCKETS = 1 << 21
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim as _claim
+    from mlnb._kernels.atomic import claim as _claim
     from mlnb.metrics.ranking import _bucket, _bucket_scale, _count_below
 
     @njit(cache=True, nogil=True)
@@ -53,7 +53,11 @@ if HAVE_NUMBA:
 
         Lookups as ``ranking._column_auc``: A in T equal-width buckets over its finite range
         (±inf in one more at each end), first[v] = #{a: bucket(a) < v}; x's lb is first[bucket(x)]
-        when its bucket is empty, else a binary search inside it; ub = tie_end[lb] if A[lb] = x."""
+        when its bucket is empty, else a binary search inside it; ub = tie_end[lb] if A[lb] = x.
+
+        Why a kernel: counts h of each score against the other class by bucket lookups without sorting all the
+        scores, where numpy needs a sort of everything and temporaries the size of the column. Measured by
+        experiments/bench_delong.py."""
         n_docs = z.size
         P = positives.size
         N = n_docs - P
@@ -143,6 +147,9 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _neumaier(total, compensation, value):
+        """(total + value, the new compensation): one step of Neumaier's compensated summation.
+
+        Why a kernel: inlined into the variance sums. Measured by experiments/bench_delong.py."""
         t = total + value
         if abs(total) >= abs(value):
             compensation += (total - t) + value
@@ -152,7 +159,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _squared_deviations(d, positives):
-        """(Σ (d − mean)² over the positive documents, the same over the negative ones)."""
+        """(Σ (d − mean)² over the positive documents, the same over the negative ones).
+
+        Why a kernel: one pass in document order with compensated sums, so that a variance is the same bits
+        whichever thread computes it. Measured by experiments/bench_delong.py."""
         n_docs = d.size
         P = positives.size
         sums = np.zeros(4)  # positive total, its compensation, negative total, its compensation
@@ -179,7 +189,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _paired_one(z_a, z_b, positives, out):
-        """out[:] = auc_a, auc_b, var(AUC_a − AUC_b) of one category (NaN where undefined)."""
+        """out[:] = auc_a, auc_b, var(AUC_a − AUC_b) of one category (NaN where undefined).
+
+        Why a kernel: one category's components, AUCs and variance on one thread with no Python between the steps.
+        Measured by experiments/bench_delong.py."""
         P = positives.size
         N = z_a.size - P
         out[:] = np.nan
@@ -196,7 +209,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _single_one(z, positives, out):
-        """out[:] = AUC, var(AUC) of one category (NaN where undefined)."""
+        """out[:] = AUC, var(AUC) of one category (NaN where undefined).
+
+        Why a kernel: one category's components, AUC and variance on one thread with no Python between the steps.
+        Measured by experiments/bench_delong.py."""
         P = positives.size
         N = z.size - P
         out[:] = np.nan
@@ -211,7 +227,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _column_group(scores, first, width):
         """Columns first … first + width − 1 of row-major scores (n × K) as a (width, n) float64
-        array, each column contiguous: one pass over the rows for the whole group."""
+        array, each column contiguous: one pass over the rows for the whole group.
+
+        Why a kernel: gathers a group of columns in one pass over the rows, where numpy reads the whole matrix once
+        for each column. Measured by experiments/bench_delong.py."""
         n = scores.shape[0]
         z = np.empty((width, n))
         for i in range(n):
@@ -224,7 +243,10 @@ if HAVE_NUMBA:
         """(K, 3) of ``_paired_one`` for the columns of row-major scores_a, scores_b (n × K), the
         positives of column k at indices[indptr[k]:indptr[k + 1]]; ``group`` columns are copied
         out together (``_column_group``). The groups are claimed by the threads one at a time, in
-        ``order`` (``_schedule``: the most work first)."""
+        ``order`` (``_schedule``: the most work first).
+
+        Why a kernel: the categories on every thread, the most work first, where the numpy path takes them one after
+        another on one core. Measured by experiments/bench_delong.py."""
         K = scores_a.shape[1]
         out = np.empty((K, 3))
         claimed = np.zeros(1, dtype=np.int64)
@@ -243,7 +265,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _paired_categories(scores_a, scores_b, indptr, indices, order, n_threads):
-        """``_paired_rows`` for category-major scores (K × n: each category's scores contiguous)."""
+        """``_paired_rows`` for category-major scores (K × n: each category's scores contiguous).
+
+        Why a kernel: the categories on every thread, the most work first, where the numpy path takes them one after
+        another on one core. Measured by experiments/bench_delong.py."""
         K = scores_a.shape[0]
         out = np.empty((K, 3))
         claimed = np.zeros(1, dtype=np.int64)
@@ -257,7 +282,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _single_rows(scores, indptr, indices, group, order, n_threads):
-        """(K, 2) of ``_single_one`` for the columns of row-major scores (n × K), as ``_paired_rows``."""
+        """(K, 2) of ``_single_one`` for the columns of row-major scores (n × K), as ``_paired_rows``.
+
+        Why a kernel: the categories on every thread, the most work first, where the numpy path takes them one after
+        another on one core. Measured by experiments/bench_delong.py (the intervals)."""
         K = scores.shape[1]
         out = np.empty((K, 2))
         claimed = np.zeros(1, dtype=np.int64)
@@ -275,7 +303,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _single_categories(scores, indptr, indices, order, n_threads):
-        """``_single_rows`` for category-major scores (K × n)."""
+        """``_single_rows`` for category-major scores (K × n).
+
+        Why a kernel: the categories on every thread, the most work first, where the numpy path takes them one after
+        another on one core. Measured by experiments/bench_delong.py (the intervals)."""
         K = scores.shape[0]
         out = np.empty((K, 2))
         claimed = np.zeros(1, dtype=np.int64)
@@ -290,7 +321,11 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _component_columns(scores, positives):
         """(n, k): V10 (positive rows) or V01 (negative rows) of each score column of one category;
-        NaN without a positive or a negative."""
+        NaN without a positive or a negative.
+
+        Why a kernel: each score column's components on a thread of its own, by the lookups the tests' kernels use.
+        No experiments/ script times it (``delong_covariance``, one category); its lookup, ``_add_components``, is
+        measured by experiments/bench_delong.py."""
         n_docs, K = scores.shape
         out = np.full((n_docs, K), np.nan)
         if positives.size == 0 or positives.size == n_docs:

@@ -19,7 +19,7 @@ calling them runs 8 lanes at a time (4 with AVX2).
 Measured against long-double values over 10⁶ points each (and tested): exp within 0.95 ulp, log1p
 within 2.2 ulps (numpy's own: 0.68 and 0.61). For a sum over millions of pairs that is noise: the
 log loss and Brier sums of a 50k × 103 test set moved by at most 2e-16 relative. A lane and the
-scalar remainder give the same bits (``mlnb._float_bits.FLAGS``: no contraction into FMA, no
+scalar remainder give the same bits (``mlnb._kernels.float_bits.FLAGS``: no contraction into FMA, no
 reassociation); NaN stays NaN, −inf gives 0.
 """
 
@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, njit
+from mlnb._kernels.jit import HAVE_NUMBA, njit
 
 if HAVE_NUMBA:
-    from mlnb._float_bits import FLAGS as _FLAGS
-    from mlnb._float_bits import float64_from_bits as _float64_from_bits
-    from mlnb._float_bits import horner as _horner
+    from mlnb._kernels.float_bits import FLAGS as _FLAGS
+    from mlnb._kernels.float_bits import float64_from_bits as _float64_from_bits
+    from mlnb._kernels.float_bits import horner as _horner
 
     _LOG2E = 1.4426950408889634
     #: ln 2 = _LN2_HI + _LN2_LO (fdlibm's), _LN2_HI with 32 significant bits: n·_LN2_HI is exact for |n| < 2²¹
@@ -48,7 +48,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def exp_nonpositive(x):
-        """exp(x) for float64 x ≤ 0 (see the module docstring); 0 where x < −708, NaN for NaN."""
+        """exp(x) for float64 x ≤ 0 (see the module docstring); 0 where x < −708, NaN for NaN.
+
+        Why a kernel: plain arithmetic that runs in vector lanes inside the metric loops, where numba calls the C
+        library's exp once per value. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         clamped = max(x, _EXP_MIN)
         n = np.floor(clamped * _LOG2E + 0.5)
         r = clamped - n * _LN2_HI - n * _LN2_LO
@@ -58,7 +61,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def log1p_unit(e):
-        """log(1 + e) for float64 0 ≤ e ≤ 1 (see the module docstring)."""
+        """log(1 + e) for float64 0 ≤ e ≤ 1 (see the module docstring).
+
+        Why a kernel: plain arithmetic that runs in vector lanes inside the metric loops, where numba calls the C
+        library's log1p once per value. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         small = e < _SQRT2_M1
         s = e / (2.0 + e) if small else (e - 1.0) / (e + 3.0)
         t = s * s
@@ -67,7 +73,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def elementwise(function, x, out):
-        """out[i] = function(x[i]) for one of the functions above (for tests and benchmarks)."""
+        """out[i] = function(x[i]) for one of the functions above (for tests and benchmarks).
+
+        Why a kernel: lets the tests apply a compiled function to an array without a kernel of their own. No
+        experiments/ script times it; the functions it applies are measured by experiments/bench_threads.py."""
         for i in range(x.size):
             out[i] = function(x[i])
 

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import score_array
 from mlnb.metrics.classification import brier_score, confusion_counts, expected_accuracy, log_loss_from_scores
@@ -42,7 +42,11 @@ if HAVE_NUMBA:
 
     @njit(cache=True, error_model="numpy")
     def _add_rows(S, U, y_indptr, y_indices, cut, first, last, a, r):
-        """Add rows first .. last − 1 to a (6, K) and r (3, bins): one block of ``_sums``."""
+        """Add rows first .. last − 1 to a (6, K) and r (3, bins): one block of ``_sums``.
+
+        Why a kernel: one read of each score row gives all six sums and the reliability bins, the functions in
+        vector lanes, where numpy makes a pass and a temporary for each sum. Measured by
+        experiments/bench_threads.py (the ``evaluate()`` stage)."""
         K = S.shape[1]
         bins = r.shape[1]
         positive = np.zeros(K, dtype=np.bool_)  # this row's labels (Y is sparse)
@@ -81,6 +85,11 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _sums(S, U, y_indptr, y_indices, cut, bins, n_blocks):
+        """(a (6, K), r (3, bins)): the sums of ``_add_rows`` over ``n_blocks`` blocks of rows, each block on a
+        thread into accumulators of its own, added in block order.
+
+        Why a kernel: blocks of rows on every thread, each into accumulators of its own, so that the sums do not
+        depend on the thread count. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         n, K = S.shape
         acc = np.zeros((n_blocks, 6, K))
         rel = np.zeros((n_blocks, 3, bins))
@@ -92,7 +101,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _sums_one_block(S, U, y_indptr, y_indices, cut, bins):
         """``_sums`` with n_blocks = 1, without a parallel region (entering one costs more than
-        a small chunk of a stream); the same additions in the same order."""
+        a small chunk of a stream); the same additions in the same order.
+
+        Why a kernel: the same additions for a small chunk of a stream, without entering a parallel region. Measured
+        by experiments/bench_scale.py (the streamed evaluation)."""
         n, K = S.shape
         acc = np.zeros((1, 6, K))
         rel = np.zeros((1, 3, bins))
@@ -102,7 +114,10 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _finite_range(S, keep, n_blocks):
         """(2,) lowest and highest finite S[i, k] over the columns where ``keep``, blocks of rows on
-        every thread; min and max are exact in any order."""
+        every thread; min and max are exact in any order.
+
+        Why a kernel: the kept columns' finite extremes in one pass on every thread, where numpy would copy the
+        columns and mask the infinities first. Measured by experiments/bench_scale.py (the streamed evaluation)."""
         n, K = S.shape
         low = np.full(n_blocks, np.inf)
         high = np.full(n_blocks, -np.inf)

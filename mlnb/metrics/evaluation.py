@@ -366,7 +366,7 @@ def caller_exclusions(exclude, K: int) -> dict[int, str]:
 
 def _untrainable_rule(Y_train, rule: str, scores: np.ndarray, exclude, train_prevalence):
     """(scores, exclude, train_prevalence) after a run's ``eval.untrainable`` rule for the categories
-    without a positive or a negative in ``Y_train`` (study.py does the same with the training counts)."""
+    without a positive or a negative in ``Y_train`` (``mlnb.study.loop`` does the same with the training counts)."""
     if rule not in UNTRAINABLE_RULES:
         raise MlnbError(f"untrainable must be one of {UNTRAINABLE_RULES}, got {rule!r}")
     if Y_train is None:

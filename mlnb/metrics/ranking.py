@@ -55,8 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._csr import columns_of
-from mlnb._numba import HAVE_NUMBA, njit, prange, worker_threads  # noqa: F401  (re-exported)
+from mlnb._kernels.csr import columns_of
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange, worker_threads  # noqa: F401  (re-exported)
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
 
@@ -149,7 +149,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _count_distinct(ascending):
-        """The number of distinct values of a sorted array (``!=``, so a tie of infinities is one)."""
+        """The number of distinct values of a sorted array (``!=``, so a tie of infinities is one).
+
+        Why a kernel: one pass with no temporary comparison array, so that the curve's arrays are made at their
+        final size. Measured by experiments/bench_roc_auc.py."""
         m = 1 if ascending.size else 0
         for i in range(1, ascending.size):
             if ascending[i] != ascending[i - 1]:
@@ -160,7 +163,10 @@ if HAVE_NUMBA:
     def _add_point(tp_now, fp_now, tp_before, fp_before, twice_area, precision_sum, carry):
         """The terms of curve point (TP, FP) after (TP', FP'): twice_area + (FP − FP')(TP + TP'), an
         integer, and ΔTP·TP/(TP + FP) added to precision_sum by Neumaier's compensated summation
-        (``carry`` keeps the low bits: the sum is within ~2 ulps however long the curve)."""
+        (``carry`` keeps the low bits: the sum is within ~2 ulps however long the curve).
+
+        Why a kernel: inlined into the curve's walk, so that the AUC and AP terms are added as the points are made,
+        not in passes over the finished arrays. Measured by experiments/bench_roc_auc.py."""
         twice_area += (fp_now - fp_before) * (tp_now + tp_before)
         if tp_now > tp_before:  # zero terms change neither the sum nor its carry
             term = np.float64(tp_now - tp_before) * (np.float64(tp_now) / np.float64(tp_now + fp_now))
@@ -178,7 +184,10 @@ if HAVE_NUMBA:
         ascending: the point (+inf, 0, 0) first, then from the highest score down, at the lowest
         document of each tie (index i of ``ascending``), the threshold, the positives ≥ it (a pointer
         walking down ``positives``) and the other documents ≥ it, n − i − tp. Returns the curve's
-        (twice its area in counts, Σ ΔTP·precision) summed on the way (``_add_point``)."""
+        (twice its area in counts, Σ ΔTP·precision) summed on the way (``_add_point``).
+
+        Why a kernel: one walk down the sorted scores and positives that lets other threads run, where numpy needs
+        searches and several temporaries the size of the curve. Measured by experiments/bench_roc_auc.py."""
         n = ascending.size
         thresholds[0] = np.inf
         tp[0] = 0
@@ -203,7 +212,11 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _curve_sums(tp, fp):
-        """``_fill_curve``'s sums from a curve's arrays (a curve made elsewhere): the same bits."""
+        """``_fill_curve``'s sums from a curve's arrays (a curve made elsewhere): the same bits.
+
+        Why a kernel: adds the terms in the walk's order, so that a curve made elsewhere gives the walk's bits. No
+        experiments/ script times it (curves from ``BinnedScores.curve`` or a user's); the walk it repeats is
+        measured by experiments/bench_roc_auc.py."""
         twice_area, precision_sum, carry = np.int64(0), 0.0, 0.0
         for j in range(1, tp.size):
             twice_area, precision_sum, carry = _add_point(tp[j], fp[j], tp[j - 1], fp[j - 1],
@@ -295,11 +308,14 @@ AUC_GROUP_COLUMNS = 8  # columns gathered together from the row-major matrix (on
 SMALL_BUCKET = 16  # buckets up to this size are ordered by insertion, larger ones by np.sort
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim as _claim
+    from mlnb._kernels.atomic import claim as _claim
 
     @njit(cache=True, nogil=True)
     def _count_below(A, lo, hi, x):
-        """lo + the number of A[lo:hi] (ascending) below x."""
+        """lo + the number of A[lo:hi] (ascending) below x.
+
+        Why a kernel: a binary search inlined into the AUC loops, where ``np.searchsorted`` is a call. Measured by
+        experiments/bench_roc_auc.py."""
         while lo < hi:
             mid = (lo + hi) >> 1
             if A[mid] < x:
@@ -315,7 +331,10 @@ if HAVE_NUMBA:
         values, high/2 − low/2 can be 0 (5e-324 halves to 0) or so small that (T − ½) over it
         overflows, and 0 · inf = NaN made a NaN bucket, an index out of bounds and a lost division by
         zero in the parallel loop. Then scale = 1: the whole finite range of A lies in bucket 1 (it
-        spans less than 2), ordered by the sort inside it; exact, as any non-decreasing bucket is."""
+        spans less than 2), ordered by the sort inside it; exact, as any non-decreasing bucket is.
+
+        Why a kernel: computed in the compiled code that buckets the values, so that the kernels and their lookups
+        agree on every bucket. Measured by experiments/bench_roc_auc.py."""
         if not low <= high:  # no finite value (or a NaN, which the callers refuse)
             return 0.0, 1.0
         span = high * 0.5 - low * 0.5  # halves: high − low may overflow, their halves cannot
@@ -328,7 +347,10 @@ if HAVE_NUMBA:
     @njit(cache=True, nogil=True)
     def _bucket(x, low, scale, T):
         """The bucket (0 … T + 1) of x: non-decreasing in x, −inf in 0 and +inf in T + 1; in range for
-        any x, NaN included (bucket 0), so no caller can index out of bounds with it."""
+        any x, NaN included (bucket 0), so no caller can index out of bounds with it.
+
+        Why a kernel: inlined into the AUC loops: a multiplication and a clip per value instead of a search.
+        Measured by experiments/bench_roc_auc.py."""
         if x == np.inf:
             return T + 1
         if not x > -np.inf:  # −inf or NaN
@@ -339,7 +361,10 @@ if HAVE_NUMBA:
     @njit(cache=True, nogil=True)
     def _column_auc(z, positive):
         """Exact AUC of one column: z (n,) float64, positive (n,) uint8. NaN without a positive or a
-        negative; ``NAN_SCORES`` (−1) when z holds a NaN."""
+        negative; ``NAN_SCORES`` (−1) when z holds a NaN.
+
+        Why a kernel: orders only the smaller class and looks the other up by buckets, where scikit-learn sorts all
+        of a column's scores. Measured by experiments/bench_roc_auc.py."""
         n = z.size
         P = 0
         for i in range(n):
@@ -417,7 +442,10 @@ if HAVE_NUMBA:
         """AUC of each column of S (n × K), positives of column k at indices[indptr[k]:indptr[k + 1]]
         (CSC); a column with a NaN gives NAN_SCORES, which the caller reports. Tasks of ``group``
         columns, claimed by the threads one at a time in ``order`` (the most work first:
-        ``_largest_first_tasks``)."""
+        ``_largest_first_tasks``).
+
+        Why a kernel: every category on every thread, the most work first, where scikit-learn's ``roc_auc_score``
+        takes the columns one after another on one core. Measured by experiments/bench_roc_auc.py."""
         n, K = S.shape
         out = np.empty(K)
         claimed = np.zeros(1, dtype=np.int64)
@@ -572,7 +600,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _column_and_positives(scores, k, rows):
-        """(scores[:, k], scores[rows, k]) as new contiguous arrays."""
+        """(scores[:, k], scores[rows, k]) as new contiguous arrays.
+
+        Why a kernel: copies a column and its positives' scores in one pass over the strided matrix, where numpy
+        makes two strided gathers. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         n = scores.shape[0]
         column = np.empty(n, dtype=scores.dtype)
         for i in range(n):
@@ -586,7 +617,11 @@ if HAVE_NUMBA:
     def _curve_on_grid(ascending, positives, at, roc, gains):
         """``rank_curve``'s arrays and sums from the sorted scores and positives (``_fill_curve``), and
         roc[g], gains[g] at x = at[g] (``_grid_walk``), NaN where undefined (no positive, or no negative
-        for the ROC)."""
+        for the ROC).
+
+        Why a kernel: the curve, its sums and both grids in one compiled call that lets other threads run, so that
+        ``evaluate`` ranks categories on a thread pool. Measured by experiments/bench_threads.py (the ``evaluate()``
+        stage)."""
         m = _count_distinct(ascending)
         thresholds = np.empty(m + 1, dtype=ascending.dtype)
         tp, fp = np.empty(m + 1, dtype=np.int64), np.empty(m + 1, dtype=np.int64)
@@ -677,7 +712,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True)
     def _grid_x(tp, fp, j, n_pos, n_neg, by_depth):
-        """x of point j: FPR fp/N, or depth (tp + fp)/(P + N), as numpy divides the arrays."""
+        """x of point j: FPR fp/N, or depth (tp + fp)/(P + N), as numpy divides the arrays.
+
+        Why a kernel: inlined into the grid walk. Measured by experiments/bench_threads.py (the ``evaluate()``
+        stage)."""
         if by_depth:
             return np.float64(tp[j] + fp[j]) / np.float64(n_pos + n_neg)
         return np.float64(fp[j]) / np.float64(n_neg)
@@ -685,7 +723,10 @@ if HAVE_NUMBA:
     @njit(cache=True, nogil=True)
     def _grid_walk(tp, fp, n_pos, n_neg, by_depth, at, out):
         """out[g] = TPR along the polyline through (x_j, TPR_j) at x = at[g], the highest TPR where x
-        repeats (``_piecewise_linear_upper``, with TPR_j = tp_j/P and x_j from ``_grid_x``)."""
+        repeats (``_piecewise_linear_upper``, with TPR_j = tp_j/P and x_j from ``_grid_x``).
+
+        Why a kernel: visits only the points the binary searches need, where numpy's interpolation builds arrays
+        over the whole curve. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         size = tp.size
         for g in range(at.size):
             a = at[g]
@@ -720,7 +761,11 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _add_ranking_rows(S, y_indptr, y_indices, keep, kept, first, last, acc):
-        """Add rows first .. last − 1 to acc (3,): one block of ``_ranking_sums``."""
+        """Add rows first .. last − 1 to acc (3,): one block of ``_ranking_sums``.
+
+        Why a kernel: ranks each document's categories from one read of its score row, where scikit-learn's ranking
+        metrics sort and compare whole matrices. Measured by experiments/bench_threads.py (the ``evaluate()``
+        stage)."""
         K = S.shape[1]
         positive = np.zeros(K, dtype=np.bool_)
         for i in range(first, last):
@@ -763,6 +808,11 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _ranking_sums(S, y_indptr, y_indices, keep, n_blocks):
+        """(3,): the sums of ``_add_ranking_rows`` (LRAP, coverage, ranking loss) over ``n_blocks`` blocks of rows,
+        each block on a thread into an accumulator of its own, added in block order.
+
+        Why a kernel: blocks of rows on every thread, each into an accumulator of its own, so that the sums do not
+        depend on the thread count. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         n, K = S.shape
         kept = 0
         for k in range(K):
@@ -775,7 +825,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _ranking_sums_one_block(S, y_indptr, y_indices, keep):
-        """``_ranking_sums`` with one block, without a parallel region (a small chunk of a stream)."""
+        """``_ranking_sums`` with one block, without a parallel region (a small chunk of a stream).
+
+        Why a kernel: the same sums without entering a parallel region, for a small chunk of a stream. Measured by
+        experiments/bench_scale.py (the streamed evaluation)."""
         n, K = S.shape
         kept = 0
         for k in range(K):
@@ -791,7 +844,10 @@ if HAVE_NUMBA:
 
         One scan per row keeps the best k so far, highest first, a new value entering only when
         strictly above the k-th: an equal later value stays behind, so ties go to the lower index.
-        Whole numbers: blocks of rows add up the same in any order. Lets other threads run."""
+        Whole numbers: blocks of rows add up the same in any order. Lets other threads run.
+
+        Why a kernel: one scan per row keeps the best k, where numpy's ``argpartition`` makes an index matrix for
+        every block of rows. Measured by experiments/bench_threads.py (the ``evaluate()`` stage)."""
         best_value = np.empty(k, dtype=S.dtype)
         best_column = np.empty(k, dtype=np.int64)
         hits = 0

@@ -69,7 +69,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from mlnb import progress
-from mlnb._numba import map_threads
+from mlnb._kernels.jit import map_threads
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import score_array
 from mlnb.metrics._pointwise import FIELDS, decision_counts, finite_range, pointwise_sums

@@ -92,8 +92,8 @@ import scipy.sparse as sp
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from mlnb._csr import at_or_above
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._kernels.csr import at_or_above
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics.classification import logit
@@ -120,11 +120,14 @@ def bootstrap_indices(n: int, n_boot: int, seed: int = 0) -> Iterator[np.ndarray
 
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim as _claim
+    from mlnb._kernels.atomic import claim as _claim
 
     @njit(cache=True)
     def _one_segment(doc, label, new_group, starts, W, s, out):
-        """out[s]: segment s's sums (``_segment_sums``)."""
+        """out[s]: segment s's sums (``_segment_sums``).
+
+        Why a kernel: one pass over a segment for every resample of a block, where the numpy path builds weight
+        matrices and group sums for each segment. Measured by experiments/bench_threads.py (the bootstrap)."""
         B = W.shape[1]
         below = np.zeros(B)  # negative weight below the current tie group
         area = np.zeros(B)
@@ -177,7 +180,10 @@ if HAVE_NUMBA:
 
         The segments are claimed by ``n_threads`` threads one at a time (a segment's sums do not
         depend on its thread: the same bits for any thread count), as their work varies with their
-        positives."""
+        positives.
+
+        Why a kernel: the segments claimed by the threads one at a time, where the numpy path takes them one after
+        another on one core. Measured by experiments/bench_threads.py (the bootstrap)."""
         S = starts.size - 1
         out = np.zeros((S, 3, W.shape[1]))
         claimed = np.zeros(1, dtype=np.int64)
@@ -221,7 +227,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _order_keys(scores, keys):
         """keys[i]: an unsigned integer with the order of scores[i]: the float64 bits, flipped so that
-        unsigned comparison sorts them (negatives: all bits; others: the sign bit); −0.0 gets +0.0's key."""
+        unsigned comparison sorts them (negatives: all bits; others: the sign bit); −0.0 gets +0.0's key.
+
+        Why a kernel: makes the radix sort's keys in one pass inside the sorting kernels. Measured by
+        experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         as_float = np.empty(scores.size, dtype=np.float64)
         for i in range(scores.size):
             as_float[i] = scores[i] + 0.0  # float32 → float64 is exact and keeps the order
@@ -232,6 +241,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _count_digits(keys, shift, first, stop, counts):
+        """counts[d] = #{i in first … stop − 1: the byte of keys[i] at ``shift`` is d} (counts zeroed first).
+
+        Why a kernel: the radix sort's counting pass, shared by the serial and the sliced sort. Measured by
+        experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         counts[:] = 0
         for i in range(first, stop):
             counts[(keys[i] >> shift) & np.uint64(255)] += 1
@@ -239,7 +252,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _scatter_digits(keys, order, shift, first, stop, starts, new_keys, new_order, identity):
         """Keys first … stop − 1 to their places ``starts[digit]`` (advanced); the order beside them: order[i],
-        or i itself when ``identity`` (no pass has moved a key yet: the order would be 0, 1, …)."""
+        or i itself when ``identity`` (no pass has moved a key yet: the order would be 0, 1, …).
+
+        Why a kernel: the radix sort's scatter pass, shared by the serial and the sliced sort. Measured by
+        experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         for i in range(first, stop):
             digit = (keys[i] >> shift) & np.uint64(255)
             target = starts[digit]
@@ -249,7 +265,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _slice_starts(counts, n):
         """counts (slices, 256) become each slice's first position for each digit; False when every key
-        has the same digit (the pass would not move anything)."""
+        has the same digit (the pass would not move anything).
+
+        Why a kernel: turns the slices' counts into places without leaving the sort's compiled code. Measured by
+        experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         if counts.sum(axis=0).max() == n:
             return False
         start = 0
@@ -262,7 +281,11 @@ if HAVE_NUMBA:
     def _stable_order(keys):
         """(argsort(keys, kind="stable"), sorted keys) by LSD radix sort, one byte a pass: each pass is
         stable, so ties keep their index order. The order starts as the identity without being written
-        (the first pass that moves keys writes each one's index)."""
+        (the first pass that moves keys writes each one's index).
+
+        Why a kernel: a radix sort linear in the keys on one category's thread, where numpy's stable argsort is a
+        comparison sort called category by category. Measured by experiments/bench_delong.py (``--bootstrap``: the
+        bootstrap's sort plan)."""
         n = keys.size
         order, spare_keys, spare_order = np.empty(n, dtype=np.int64), np.empty_like(keys), np.empty(n, dtype=np.int64)
         identity = True
@@ -285,7 +308,10 @@ if HAVE_NUMBA:
         parallel, each slice placed after the earlier slices' keys of the same digit (so the order
         does not depend on ``slices``). No serial pass writes the identity order first: at RCV1 scale
         (16M pooled pairs) that would be 128 MB written on one thread (measured by
-        experiments/bench_serial.py, the bootstrap)."""
+        experiments/bench_serial.py, the bootstrap).
+
+        Why a kernel: each radix pass on every thread for the pooled pairs, where numpy's stable argsort runs on one
+        core. Measured by experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         n = keys.size
         order, spare_keys, spare_order = np.empty(n, dtype=np.int64), np.empty_like(keys), np.empty(n, dtype=np.int64)
         identity = True
@@ -309,7 +335,10 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _sort_categories(scores, indptr, indices, doc, label, new_group):
         """Each category k's items in stable ascending score order (ties by document) into
-        doc/label/new_group[k n:(k + 1) n], in parallel over categories."""
+        doc/label/new_group[k n:(k + 1) n], in parallel over categories.
+
+        Why a kernel: every category sorted on a thread of its own, where the numpy path sorts them one after
+        another. Measured by experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         n, K = scores.shape
         for k in prange(K):
             keys = np.empty(n, dtype=np.uint64)
@@ -327,7 +356,10 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _sort_pooled(scores, indptr, indices, columns, slices, doc, label, new_group):
         """The pooled pairs t = i K' + j (document i, category columns[j]) in stable ascending score
-        order into doc/label/new_group (n K' each)."""
+        order into doc/label/new_group (n K' each).
+
+        Why a kernel: the pooled pairs' keys, labels and sort on every thread in one call. Measured by
+        experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         n, width = scores.shape[0], columns.size
         keys = np.empty(n * width, dtype=np.uint64)
         positive = np.zeros(n * width, dtype=np.bool_)
@@ -348,7 +380,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _high_product(a, b):
-        """The high 64 bits of the 128-bit product a·b (uint64), from 32-bit halves."""
+        """The high 64 bits of the 128-bit product a·b (uint64), from 32-bit halves.
+
+        Why a kernel: 128-bit arithmetic, which numba has no type for, inlined into the generator's step. Measured
+        by experiments/bench_threads.py (the bootstrap)."""
         a0, a1, b0, b1 = a & _LOW32, a >> np.uint64(32), b & _LOW32, b >> np.uint64(32)
         low, cross_a, cross_b = a0 * b0, a1 * b0, a0 * b1
         middle = (low >> np.uint64(32)) + (cross_a & _LOW32) + (cross_b & _LOW32)
@@ -357,7 +392,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _pcg64_next(hi, lo, inc_hi, inc_lo):
         """(next hi, next lo, the 64-bit output): numpy's PCG64 ``next_uint64`` — the 128-bit LCG step
-        s ← s·M + inc, the XSL-RR output rotr(hi ⊕ lo, hi >> 58)."""
+        s ← s·M + inc, the XSL-RR output rotr(hi ⊕ lo, hi >> 58).
+
+        Why a kernel: numpy's generator stepped inside the parallel draws, so that each thread reproduces its part
+        of numpy's stream. Measured by experiments/bench_threads.py (the bootstrap)."""
         m_hi, m_lo = np.uint64(2549297995355413924), np.uint64(4865540595714422341)
         new_hi = _high_product(lo, m_lo) + lo * m_hi + hi * m_lo
         new_lo = lo * m_lo
@@ -368,7 +406,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _pcg64_double(hi, lo, inc_hi, inc_lo):
-        """(next hi, next lo, the double): numpy's PCG64 ``random()``, the output's top 53 bits × 2⁻⁵³."""
+        """(next hi, next lo, the double): numpy's PCG64 ``random()``, the output's top 53 bits × 2⁻⁵³.
+
+        Why a kernel: numpy's ``random()`` inside the parallel draws, so that each resample reads its own part of
+        numpy's stream. Measured by experiments/bench_threads.py (the bootstrap)."""
         hi, lo, x = _pcg64_next(hi, lo, inc_hi, inc_lo)
         return hi, lo, np.float64(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
@@ -377,7 +418,10 @@ if HAVE_NUMBA:
         """One piece of ``_bounded_draws``: the 2·outputs 32-bit halves of ``outputs`` 64-bit outputs from
         state (hi, lo), low half first; each half u gives m = u·rng_excl, accepted when its low 32 bits
         are ≥ threshold, as m >> 32. Writes the accepted ones to out[at:stop] (none when at = stop) and
-        returns (accepted, halves read when out[stop − 1] was written or −1, that output's high half)."""
+        returns (accepted, halves read when out[stop − 1] was written or −1, that output's high half).
+
+        Why a kernel: numpy's bounded integer draws reproduced in compiled code, so that pieces of the stream can be
+        drawn on every thread. Measured by experiments/bench_threads.py (the bootstrap)."""
         accepted, ended, high = 0, -1, np.uint64(0)
         for i in range(outputs):
             hi, lo, x = _pcg64_next(hi, lo, inc_hi, inc_lo)
@@ -394,7 +438,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _lemire_counts(states, inc_hi, inc_lo, outputs, rng_excl, threshold):
-        """Accepted halves of each piece (``_lemire_piece``, nothing written), the pieces in parallel."""
+        """Accepted halves of each piece (``_lemire_piece``, nothing written), the pieces in parallel.
+
+        Why a kernel: counts each piece's accepted draws on every thread, where ``rng.integers`` draws on one core.
+        Measured by experiments/bench_threads.py (the bootstrap)."""
         counts = np.zeros(states.shape[0], dtype=np.int64)
         none = np.empty(0, dtype=np.int64)
         for p in prange(states.shape[0]):
@@ -406,7 +453,10 @@ if HAVE_NUMBA:
     def _lemire_fill(states, inc_hi, inc_lo, outputs, rng_excl, threshold, first, out):
         """Each piece's accepted values into out[first[p]:first[p + 1]], the pieces in parallel; returns, per
         piece, the halves read when its last value was written (−1 for a piece that writes none) and the
-        high half of the output read then."""
+        high half of the output read then.
+
+        Why a kernel: writes each piece's draws on every thread, where ``rng.integers`` draws on one core. Measured
+        by experiments/bench_threads.py (the bootstrap)."""
         ended = np.full(states.shape[0], -1, dtype=np.int64)
         high = np.zeros(states.shape[0], dtype=np.uint64)
         for p in prange(states.shape[0]):
@@ -423,7 +473,11 @@ if HAVE_NUMBA:
 
         Resample b's positives read their own PCG64 stream, states[b] = (hi, lo), the generator's
         state advanced by b·P draws: positive p draws first_positive[p] + ⌊u · m_of[p]⌋ (u its uniform,
-        m_of[p] its category's positives), the numbers ``rng.random(P)`` gives resample by resample."""
+        m_of[p] its category's positives), the numbers ``rng.random(P)`` gives resample by resample.
+
+        Why a kernel: each resample's counts and stratified draws on a thread of its own, where ``np.bincount`` and
+        ``rng.random`` take the resamples one at a time on one core. Measured by experiments/bench_threads.py (the
+        bootstrap)."""
         B, n = idx.shape
         P = m_of.size
         top = np.zeros(B, dtype=np.int64)
@@ -441,7 +495,10 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _transpose_counts(counts, out):
-        """out (R × B) = countsᵀ in out's (narrower) type, in parallel over blocks of rows."""
+        """out (R × B) = countsᵀ in out's (narrower) type, in parallel over blocks of rows.
+
+        Why a kernel: transposes and narrows the counts in one pass on every thread, where numpy's transposed copy
+        runs on one core. Measured by experiments/bench_threads.py (the bootstrap)."""
         B, R = counts.shape
         step = 2048
         for c in prange((R + step - 1) // step):
@@ -452,7 +509,10 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _row_sums(indptr, rows, W, order, n_threads):
         """(T, B): out[t] = Σ_{q ∈ [indptr[t], indptr[t + 1])} W[rows[q]] in float64, q in order; the
-        tasks t claimed by the threads one at a time in ``order`` (the most rows first)."""
+        tasks t claimed by the threads one at a time in ``order`` (the most rows first).
+
+        Why a kernel: the weighted counts as row sums on every thread, the most rows first, where scipy's sparse
+        products run on one core. Measured by experiments/bench_threads.py (the bootstrap)."""
         T, B = indptr.size - 1, W.shape[1]
         out = np.zeros((T, B))
         claimed = np.zeros(1, dtype=np.int64)
@@ -471,7 +531,10 @@ if HAVE_NUMBA:
     def _stratified_rows(doc, label, indptr, indices, n, K, rows):
         """``_AucPlan.rows`` in parallel: a category's positive item (document d) reads row n + p, p its
         position among Y's nonzeros (CSC order, indices sorted: what the numpy path's searchsorted
-        finds); every other item, and every pooled pair, row d."""
+        finds); every other item, and every pooled pair, row d.
+
+        Why a kernel: the plan's rows on every thread, where the numpy path's searches run on one core. Measured by
+        experiments/bench_delong.py (``--bootstrap``: the bootstrap's sort plan)."""
         for t in prange(rows.size):
             rows[t] = doc[t]
         for k in prange(K):
@@ -579,7 +642,7 @@ def _bounded_draws(generator: np.random.Generator, n: int, size: tuple) -> np.nd
 def _count_scratch(B: int, n: int, P: int) -> np.ndarray:
     """(B, n + P) uninitialised counts for ``_stacked_counts_compiled`` (``_draw_counts`` zeroes each row).
     One per bootstrap, not one per block: at 156k test documents it is 66 MB, above malloc's largest
-    mmap threshold (``mlnb._memory``), so each new one would be fresh pages, faulted in while the threads
+    mmap threshold (``mlnb._kernels.memory``), so each new one would be fresh pages, faulted in while the threads
     count (measured by experiments/bench_threads.py, the bootstrap)."""
     return np.empty((B, n + P), dtype=np.int32 if n < 2 ** 31 else np.int64)
 

@@ -53,12 +53,12 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._csr import columns_of
-from mlnb._numba import HAVE_NUMBA, njit, prange
+from mlnb._kernels.csr import columns_of
+from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim as _claim
-    from mlnb._prefetch import prefetch_span
+    from mlnb._kernels.atomic import claim as _claim
+    from mlnb._kernels.prefetch import prefetch_span
 
 # the kernel is ahead of scipy from about a thousand non-zeros (experiments/bench_multiclass_nb.py); below
 # this scipy's path is kept for tiny inputs
@@ -85,7 +85,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _row_total(row):
-        """Σ_w row_w in four interleaved partial sums: a fixed order, and not one long chain of dependent adds."""
+        """Σ_w row_w in four interleaved partial sums: a fixed order, and not one long chain of dependent adds.
+
+        Why a kernel: sums a task's row while it is in the core's cache, where numpy's sum would read it again.
+        Measured by experiments/bench_nb_fit.py."""
         V = row.size
         s0 = s1 = s2 = s3 = 0.0
         for w in range(0, V - V % 4, 4):
@@ -99,13 +102,19 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _prefetch_document(i, indptr, indices, data):
-        """Ask for document i's row of X (its indices and values) ahead of its turn."""
+        """Ask for document i's row of X (its indices and values) ahead of its turn.
+
+        Why a kernel: asks for a category's next documents ahead of their turn from inside the counting loop.
+        Measured by experiments/bench_nb_fit.py."""
         prefetch_span(indices, indptr[i], indptr[i + 1])
         prefetch_span(data, indptr[i], indptr[i + 1])
 
     @njit(parallel=True, cache=True)
     def _value_range(data):
-        """(max |x|, whether every x is an integer) over the stored values."""
+        """(max |x|, whether every x is an integer) over the stored values.
+
+        Why a kernel: the largest value and integrality in one pass on every thread, where numpy makes two passes
+        and a temporary. Measured by experiments/bench_nb_fit.py."""
         largest = 0.0
         fractional = 0
         for p in prange(data.size):
@@ -117,7 +126,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _flush(partial, row, add):
-        """row (+)= partial in float64; partial = 0 for the next documents."""
+        """row (+)= partial in float64; partial = 0 for the next documents.
+
+        Why a kernel: moves the float32 partial row into float64 without leaving the task. Measured by
+        experiments/bench_nb_fit.py."""
         for w in range(row.size):
             row[w] = row[w] + partial[w] if add else np.float64(partial[w])
             partial[w] = 0
@@ -127,7 +139,10 @@ if HAVE_NUMBA:
                     partial):
         """row (and row2, with squares) = the sums of documents first … last − 1 (positions in
         y_indices, or with ``everyone`` document numbers), in document order. With exact32 the sums
-        of integers are made in ``partial`` (float32), flushed to row every ``flush_every`` documents."""
+        of integers are made in ``partial`` (float32), flushed to row every ``flush_every`` documents.
+
+        Why a kernel: adds a category's document rows straight into a dense row, where scipy's sparse product builds
+        a sparse result on one core. Measured by experiments/bench_nb_fit.py."""
         squares = row2.size > 0
         if not exact32:
             row[:] = 0.0
@@ -174,7 +189,10 @@ if HAVE_NUMBA:
         unclaimed one: a thread that the system holds back (another busy process) delays only the
         task it holds. A task with piece −1 sums into row k of Fx (and F2x) itself, one with piece
         p ≥ 0 into pieces[p]; then row k = Σ its pieces pieces[piece_ptr[k]:piece_ptr[k + 1]] in
-        order, and S[k] = Σ_w Fx[k, w]."""
+        order, and S[k] = Σ_w Fx[k, w].
+
+        Why a kernel: every category's row and the all-documents row in one parallel region, the tasks claimed
+        largest first. Measured by experiments/bench_nb_fit.py."""
         K1, V = Fx.shape
         squares = F2x.shape[0] > 0
         claimed = np.zeros(1, dtype=np.int64)
@@ -302,6 +320,12 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _column_extremes(indices, data, lo, hi, integer, stored):
+        """lo[j], hi[j] = the least and the largest stored value of column j, integer[j] &= whether each is an
+        integer, stored[j] += how many: one pass over X's non-zeros.
+
+        Why a kernel: one pass over the non-zeros for all four statistics, where numpy's ``ufunc.at`` makes a slow
+        pass for each. No experiments/ script runs the mixed event model that needs it; the counting pass it follows
+        is measured by experiments/bench_nb_fit.py."""
         for p in range(indices.size):
             j, v = indices[p], data[p]
             lo[j] = min(lo[j], v)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, njit
+from mlnb._kernels.jit import HAVE_NUMBA, njit
 
 if HAVE_NUMBA:
-    from mlnb._float_bits import FLAGS as _FLAGS
-    from mlnb._float_bits import float32_from_bits as _float32_from_bits
-    from mlnb._float_bits import horner as _horner
+    from mlnb._kernels.float_bits import FLAGS as _FLAGS
+    from mlnb._kernels.float_bits import float32_from_bits as _float32_from_bits
+    from mlnb._kernels.float_bits import horner as _horner
 
     _LOG2E = np.float32(1.44269504088896341)
     _LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
@@ -40,7 +40,11 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def exp_nonpositive(x):
-        """exp(x) for float32 x ≤ 0 (see the module docstring); 0 where x < −87.3."""
+        """exp(x) for float32 x ≤ 0 (see the module docstring); 0 where x < −87.3.
+
+        Why a kernel: plain arithmetic that runs in vector lanes inside the LR loops, where numba calls the C
+        library's exp once per value. Measured by experiments/bench_lr_regularisation.py (the exponentials of one
+        pass alone)."""
         clamped = max(x, _EXP_MIN)
         n = np.floor(clamped * _LOG2E + np.float32(0.5))
         r = clamped - n * _LN2_HI - n * _LN2_LO
@@ -54,25 +58,37 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def expm1_small(x):
         """e^x − 1 for float32 |x| ≤ ½ ln 2: exp's polynomial without its 1, r + r²·P(r) (no cancellation
-        near 0, where 1 − exp(x) would lose the leading digits)."""
+        near 0, where 1 − exp(x) would lose the leading digits).
+
+        Why a kernel: plain arithmetic that runs in vector lanes inside the regularised steps, where numba calls the
+        C library's expm1 once per value. Measured by experiments/bench_lr_regularisation.py."""
         return _horner(x, _EXP_P) * (x * x) + x
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def log1p_unit(e):
-        """log(1 + e) for float32 0 ≤ e ≤ 1 (see the module docstring)."""
+        """log(1 + e) for float32 0 ≤ e ≤ 1 (see the module docstring).
+
+        Why a kernel: plain arithmetic that runs in vector lanes inside the LR link, where numba calls the C
+        library's log1p once per value. Measured by experiments/bench_lr_floor.py."""
         s = e / (np.float32(2.0) + e)
         return np.float32(2.0) * s * _horner(s * s, _ATANH_Q)
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def sigmoid(z):
-        """σ(z) in float32: 1/(1 + e) for z ≥ 0, e/(1 + e) below, e = exp(−|z|) (never overflows)."""
+        """σ(z) in float32: 1/(1 + e) for z ≥ 0, e/(1 + e) below, e = exp(−|z|) (never overflows).
+
+        Why a kernel: lets the scoring loop take σ in vector lanes in the same pass, where ``scipy.special.expit``
+        is a second pass over the scores. Measured by experiments/bench.py (the scoring stage's ``predict_proba``)."""
         e = exp_nonpositive(-np.abs(z))
         s = np.float32(1.0) / (np.float32(1.0) + e)
         return e * s if z < np.float32(0.0) else s if z >= np.float32(0.0) else z  # (NaN stays NaN)
 
     @njit(cache=True, fastmath=_FLAGS, error_model="numpy")
     def elementwise(function, x, out):
-        """out[i] = function(x[i]) for one of the functions above (for tests and benchmarks)."""
+        """out[i] = function(x[i]) for one of the functions above (for tests and benchmarks).
+
+        Why a kernel: lets the tests apply a compiled function to an array without a kernel of their own. No
+        experiments/ script times it; the functions it applies are measured by experiments/bench_lr_floor.py."""
         for i in range(x.size):
             out[i] = function(x[i])
 

@@ -97,7 +97,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logsumexp, softmax
 
-from mlnb._numba import HAVE_NUMBA, IEEE, njit, prange
+from mlnb._kernels.jit import HAVE_NUMBA, IEEE, njit, prange
 from mlnb.models._regularisation import regularised_step
 
 #: the links a kernel can take: sigmoid for multilabel, softmax for multiclass
@@ -130,7 +130,10 @@ if HAVE_NUMBA:
     def _column_means(D):
         """(Σ_i D_i) / m in float32, the rows added in order: ``D.mean(axis=0)``'s bits for K ≥ 2, where numpy
         adds row by row (for K = 1 it sums pairwise), in one compiled call instead of numpy's reduction
-        machinery, once per minibatch and outside the parallel regions."""
+        machinery, once per minibatch and outside the parallel regions.
+
+        Why a kernel: numpy's bits in one compiled call, where numpy's reduction machinery lay outside the parallel
+        regions in every minibatch. Measured by experiments/bench_serial.py (the LR pass)."""
         m, K = D.shape
         out = np.zeros(K, dtype=np.float32)
         for i in range(m):
@@ -144,7 +147,10 @@ if HAVE_NUMBA:
     def _adagrad_bias_step(b, Sb, gb, lrate, tau, eps):
         """``_update_bias``'s AdaGrad step with vexp = ½, numpy's float32 operations in numpy's order (its
         float32 power S_b^0.5 is the square root, bit for bit): S_b += g_b², and where S_b > 0,
-        b −= (lrate·τ)·g_b / (√S_b + ε)."""
+        b −= (lrate·τ)·g_b / (√S_b + ε).
+
+        Why a kernel: numpy's float32 operations in one compiled call, where numpy's calls lay outside the parallel
+        regions in every minibatch. Measured by experiments/bench_serial.py (the LR pass)."""
         for k in range(b.size):
             Sb[k] += gb[k] * gb[k]
             if Sb[k] > 0:
@@ -299,16 +305,19 @@ PREFETCH_AHEAD = 8
 if HAVE_NUMBA:
     import numba
 
-    from mlnb._atomic import claim as _claim
-    from mlnb._atomic import exchange as _exchange
-    from mlnb._prefetch import prefetch as _prefetch
+    from mlnb._kernels.atomic import claim as _claim
+    from mlnb._kernels.atomic import exchange as _exchange
+    from mlnb._kernels.prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
     from mlnb.models._regularisation import (LINEAR_BELOW, regularised_row, step_with_l1, uniform_step_terms,
                                              uniform_step_terms_lanes)
 
     @njit(cache=True)
     def _prefetch_row(matrix, row):
-        """Prefetch row ``row`` of a C-contiguous float32 matrix, one 64-byte line at a time."""
+        """Prefetch row ``row`` of a C-contiguous float32 matrix, one 64-byte line at a time.
+
+        Why a kernel: asks for a row of W ahead of its turn from inside the region loops. Measured by
+        experiments/bench_lr_floor.py."""
         for column in range(0, matrix.shape[1], 16):
             _prefetch(matrix, row, column)
 
@@ -318,7 +327,11 @@ if HAVE_NUMBA:
         instead of x_ip: row j of W is f_j·W_j, a catch-up computed in region 1 and applied in region 2.
 
         W's rows are read in a random order: each is prefetched ``PREFETCH_AHEAD`` non-zeros early,
-        so that several are on their way from memory at once (about halves the time)."""
+        so that several are on their way from memory at once (about halves the time).
+
+        Why a kernel: a document's scores from its non-zeros and W's rows, fused with the link so that z never
+        leaves the cache, where scipy's product writes Z for the whole minibatch. Measured by
+        experiments/bench_lr_floor.py."""
         K = D.shape[1]
         nnz = indptr[D.shape[0]]
         for k in range(K):
@@ -339,7 +352,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _sum_in_order(terms):
-        """Σ_k terms[k], left to right in float32 (the same bits however the caller vectorised)."""
+        """Σ_k terms[k], left to right in float32 (the same bits however the caller vectorised).
+
+        Why a kernel: a sum in a fixed order that the callers' vector loops cannot reorder. Measured by
+        experiments/bench_lr_floor.py."""
         total = np.float32(0.0)
         for k in range(terms.size):
             total += terms[k]
@@ -352,6 +368,9 @@ if HAVE_NUMBA:
         Everything stays float32: a float64 constant here would take the loop out of float32 lanes. exp and
         log1p are ``_float32_math``'s, so that the loop over categories runs in vector lanes;
         the softplus terms go to ``terms`` (K, the worker's scratch) and are summed in order after.
+
+        Why a kernel: a row's link and loss in float32 vector lanes, fused with its forward product. Measured by
+        experiments/bench_lr_floor.py.
         """
         K = D.shape[1]
         zero, one = np.float32(0.0), np.float32(1.0)
@@ -375,6 +394,9 @@ if HAVE_NUMBA:
 
         Subtracting the row's max keeps every exponent ≤ 0 (no overflow) and the sum ≥ 1
         (no log 0). float32 throughout, as in the sigmoid row; ``terms`` is unused.
+
+        Why a kernel: a row's link and loss in float32, fused with its forward product. No experiments/ script times
+        a multiclass pass; the multiclass fits of experiments/lr_objective.py run it.
         """
         K = D.shape[1]
         zero, one = np.float32(0.0), np.float32(1.0)
@@ -398,7 +420,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _cut_row(indptr, indices, i, first_words, cuts):
         """cuts[β, i] = the first position of row i whose word is ≥ first_words[β], the first word of
-        block β (rows are sorted); cuts[B, i] = the end of row i."""
+        block β (rows are sorted); cuts[B, i] = the end of row i.
+
+        Why a kernel: a document's cuts by binary searches while its row is in cache. Measured by
+        experiments/bench_lr_floor.py."""
         p, end = indptr[i], indptr[i + 1]
         for block in range(first_words.size):
             while p < end and indices[p] < first_words[block]:
@@ -421,7 +446,11 @@ if HAVE_NUMBA:
         here); x_ij is multiplied by it, and region 2 scales W_j by it before the row's step and resets it to 1
         (``_rowwise_step``). So the skipped steps of a row cost one exponential, and no pass over W's rows: the
         rows of a piece that are behind are listed, their α computed, and their factors in vector lanes
-        (``uniform_step_terms_lanes``; 1 where S_j = 0: no gradient yet, no step)."""
+        (``uniform_step_terms_lanes``; 1 where S_j = 0: no gradient yet, no step).
+
+        Why a kernel: every document's product, link and loss in one parallel region of claimed pieces, where
+        scipy's products run on one core and write Z and D in separate passes. Measured by
+        experiments/bench_lr_floor.py."""
         m = D.shape[0]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
         one = np.float32(1.0)
@@ -479,7 +508,10 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _step_sizes_row(S, j, lrate, adagrad, rowwise, square_root, vexp, eps, scale, out):
         """out = scale · c_j, c_jk = lrate_k / (S_jk^vexp + ε) (adagrad; 0 while S_jk = 0: no gradient yet,
-        no step), lrate_k · (1 / (S_j^vexp + ε)) (rowwise: S is V × 1) or lrate_k (sgd)."""
+        no step), lrate_k · (1 / (S_j^vexp + ε)) (rowwise: S is V × 1) or lrate_k (sgd).
+
+        Why a kernel: a row's step sizes in a vector loop inside the update and catch-up loops. Measured by
+        experiments/bench_lr_regularisation.py."""
         K = out.shape[0]
         zero = np.float32(0.0)
         if rowwise:
@@ -499,7 +531,10 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _mean_square(g):
         """(1/K)·Σ_k g_k², float32, summed in eight lanes (k mod 8) and then the lanes in a fixed order: the
-        same bits on every machine and thread count, and a vector loop instead of K dependent additions."""
+        same bits on every machine and thread count, and a vector loop instead of K dependent additions.
+
+        Why a kernel: a vector loop in a fixed order inside the row-wise update. Measured by
+        experiments/bench_lr_floor.py."""
         K = g.size
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
         whole = K - K % 8
@@ -519,26 +554,37 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _step_denominator(s, square_root, vexp, eps):
-        """S^vexp + ε (√S + ε for the default vexp = ½: far cheaper than pow), float32."""
+        """S^vexp + ε (√S + ε for the default vexp = ½: far cheaper than pow), float32.
+
+        Why a kernel: inlined into the step of every row. Measured by experiments/bench_lr_floor.py."""
         return (np.sqrt(s) if square_root else s ** vexp) + eps
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _row_step(s, lrate, time, square_root, vexp, eps):
         """α = lrate·time/(s^vexp + ε): the step, over ``time`` of the schedule (a minibatch's τ, or the time a
         row is behind), of a row whose AdaGrad sum is s (row-wise AdaGrad); 0 while s = 0 (no gradient yet,
-        no step). float32."""
+        no step). float32.
+
+        Why a kernel: inlined into the updates and catch-ups of every row. Measured by
+        experiments/bench_lr_floor.py."""
         return lrate * (time / _step_denominator(s, square_root, vexp, eps)) if s > np.float32(0.0) else np.float32(0.0)
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _row_catch_up_factor(S, j, lrate, behind, square_root, vexp, eps, l2):
         """e^(−l2·α_j), α_j = lrate·behind/(S_j^vexp + ε): the catch-up of row j for ``behind`` of the schedule's
         time under row-wise AdaGrad with one learning rate (``uniform_step_terms``' shrink); 1 while S_j = 0
-        (no gradient yet, no step)."""
+        (no gradient yet, no step).
+
+        Why a kernel: a row's catch-up as one factor, computed where the row is read. Measured by
+        experiments/bench_lr_regularisation.py."""
         return uniform_step_terms(_row_step(S[j, 0], lrate, behind, square_root, vexp, eps), l2)[0]
 
     @njit(cache=True)
     def _all_equal(values):
-        """Whether every value equals the first (one learning rate for every category)."""
+        """Whether every value equals the first (one learning rate for every category).
+
+        Why a kernel: asked by the regions themselves, which stay in compiled code. Measured by
+        experiments/bench_lr_regularisation.py."""
         for k in range(1, values.size):
             if values[k] != values[0]:
                 return False
@@ -547,7 +593,10 @@ if HAVE_NUMBA:
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _rowwise_alpha(S, g, j, lrate, tau, square_root, vexp, eps, R):
         """The first half of the default rule's step (row-wise AdaGrad, one learning rate): g = (R_j ∘) g, S_j +=
-        mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no step yet)."""
+        mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no step yet).
+
+        Why a kernel: the default rule's step size for a row, inlined into the words region. Measured by
+        experiments/bench_lr_floor.py."""
         if R is not None:
             for k in range(g.size):
                 g[k] *= R[j, k]
@@ -561,7 +610,10 @@ if HAVE_NUMBA:
         α, W_j ← e^(−y)·(f_j·W_j) − α·φ(y)·g with l1 = 0, y = l2·α, shrink = e^(−y) and step = α·φ(y)
         (``uniform_step_terms``, computed for a block's rows at once), f_j = factor[j] the row's catch-up that
         region 1 computed (then reset to 1; 1 without ``factor``); with l1 > 0 ``_rowwise_step_l1`` (``onward``:
-        K scratch)."""
+        K scratch).
+
+        Why a kernel: the default rule's regularised step of a row, inlined into the words region. Measured by
+        experiments/bench_lr_regularisation.py."""
         K = W.shape[1]
         if l1 != 0:
             _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward)
@@ -585,7 +637,10 @@ if HAVE_NUMBA:
         with l2 > 0 those coordinates (marked in ``onward``, K) take the float64 step (``step_with_l1``, which
         finds the time w reaches 0, a log1p) after the loop. The float32 closed form agrees with the float64 step
         to float32 rounding (tested against a dense float64 oracle); per coordinate in float64 it cost several
-        passes' time (measured by experiments/bench_lr_regularisation.py)."""
+        passes' time (measured by experiments/bench_lr_regularisation.py).
+
+        Why a kernel: the L1 step of a row in one float32 vector loop, where a coordinate-by-coordinate float64 step
+        would run for every coordinate. Measured by experiments/bench_lr_regularisation.py (its L1 setting)."""
         K = W.shape[1]
         zero, one, tiny = np.float32(0.0), np.float32(1.0), np.float32(1e-30)
         n_onward = 0
@@ -622,7 +677,10 @@ if HAVE_NUMBA:
         the regularised step of ``_regularisation`` (l1 or l2 > 0), coordinate by coordinate. Not the default
         rule (row-wise with one learning rate): region 2 steps its rows by ``_rowwise_alpha`` and
         ``_rowwise_step``. A coordinate whose gradients have all been 0 (S = 0) takes no step: AdaGrad has no
-        step size for it yet."""
+        step size for it yet.
+
+        Why a kernel: a row's update for the other rules, coordinate by coordinate inside the words region. Measured
+        by experiments/bench_lr_floor.py."""
         K = W.shape[1]
         zero = np.float32(0.0)
         # separate branch-free loops so that each one vectorises
@@ -659,7 +717,10 @@ if HAVE_NUMBA:
         W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
         ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; rowwise with ``uniform`` learning rates:
         one factor for the row (``_row_catch_up_factor``), or with l1 > 0 one soft threshold for the row (the
-        flow of the regulariser alone stops at 0); u (K) is scratch for the others."""
+        flow of the regulariser alone stops at 0); u (K) is scratch for the others.
+
+        Why a kernel: a row's missed steps in one closed-form step, by the cheapest exact form, inside the regions.
+        Measured by experiments/bench_lr_regularisation.py."""
         K = W.shape[1]
         if rowwise and uniform and l1 == 0:
             shrink = _row_catch_up_factor(S, j, lrate[0], behind, square_root, vexp, eps, l2)
@@ -703,7 +764,11 @@ if HAVE_NUMBA:
         by the worker whose atomic exchange of claimed[j] with this step's ``mark`` returned another value;
         T_last is only read here (region 2 sets it), so each row's result does not depend on who took it.
         The rows a worker claims are caught up ``PREFETCH_AHEAD`` claims later, their rows of W (and S)
-        asked for at the claim, so that several are on their way from memory at once."""
+        asked for at the claim, so that several are on their way from memory at once.
+
+        Why a kernel: the rows a minibatch touches are caught up once each, by whichever worker claims them, in a
+        parallel region before they are read, where the scipy step catches them up on one core. Measured by
+        experiments/bench_lr_regularisation.py."""
         m = cuts.shape[1]
         n_pieces = (m + docs_per_piece - 1) // docs_per_piece
         eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
@@ -747,7 +812,10 @@ if HAVE_NUMBA:
     def _flush_region(W, S, T_last, T, lrate, adagrad, rowwise, vexp, eps, l1, l2, scratch, stepped):
         """Every row j with T_last[j] < T: the regularised step with G = 0, α = c_j·(T − T_last[j]); T_last = T.
         With AdaGrad a row with stepped[j] = 0 is left as it is: its S is 0, so it has no step size yet and
-        its step is no step (skipped without reading its S: most of a small fit's rows)."""
+        its step is no step (skipped without reading its S: most of a small fit's rows).
+
+        Why a kernel: every row brought up to date on every thread at the end of a pass, the rows no step touched
+        skipped. Measured by experiments/bench_lr_regularisation.py."""
         V = W.shape[0]
         n_threads = scratch.shape[0]
         eps32, l1_32, l2_32, vexp32 = np.float32(eps), np.float32(l1), np.float32(l2), np.float32(vexp)
@@ -771,7 +839,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _exponent_max(W_bits, j):
-        """The largest exponent field (bits masked by _EXPONENT) in row j of W viewed as uint32."""
+        """The largest exponent field (bits masked by _EXPONENT) in row j of W viewed as uint32.
+
+        Why a kernel: checks a row for an infinite or NaN weight by its exponent bits while the row is in cache.
+        Measured by experiments/bench_lr_floor.py."""
         top = np.uint32(0)
         for k in range(W_bits.shape[1]):
             top = max(top, W_bits[j, k] & _EXPONENT)
@@ -794,7 +865,11 @@ if HAVE_NUMBA:
         updated (W_bits is W viewed as uint32: exponent bits all ones). Only updated rows can
         change, so a pass need not scan all of W afterwards (V × K values: a large share of a small fit;
         experiments/bench_serial.py). Bits, not ``np.isfinite``: under fastmath the compiler
-        may assume that no float is infinite or NaN and fold such a test away."""
+        may assume that no float is infinite or NaN and fold such a test away.
+
+        Why a kernel: each word's gradient and update in one parallel region, summed in a block of G that stays in
+        the core's cache, where scipy transposes the minibatch and writes the whole gradient first. Measured by
+        experiments/bench_lr_floor.py."""
         m, K = D.shape
         n_blocks = cuts.shape[0] - 1
         inv_m = np.float32(1.0 / m)
@@ -868,7 +943,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _block_rows(cuts, first_words, n_features):
         """The most distinct words one block can hold in this minibatch: the maximum over blocks β
-        of min(non-zeros of β, words of β), the rows of G a worker needs."""
+        of min(non-zeros of β, words of β), the rows of G a worker needs.
+
+        Why a kernel: one pass over the cuts with no numpy temporaries, once per minibatch outside the parallel
+        regions. Measured by experiments/bench_lr_floor.py."""
         n_blocks = first_words.size
         rows = 0
         for block in range(n_blocks):

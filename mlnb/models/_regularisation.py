@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, IEEE, njit
+from mlnb._kernels.jit import HAVE_NUMBA, IEEE, njit
 
 #: below this y, φ(y) = (1 − e^(−y))/y is its Taylor polynomial (error < y⁵/720 < 2e-8); above, the quotient
 #: (whose float32 rounding, ~6e-8/y relative, is then below 1e-6)
@@ -104,14 +104,21 @@ if HAVE_NUMBA:
 
     @njit(cache=True, error_model="numpy")
     def _along(r, c, s, l2):
-        """r(s) = r·e^(−l2·s) − c·s·φ(l2·s), float64."""
+        """r(s) = r·e^(−l2·s) − c·s·φ(l2·s), float64.
+
+        Why a kernel: inlined into ``step_with_l1``, which evaluates it a few times per coordinate. No experiments/
+        script times it (an LR pass with l1 and l2 > 0); the fits of experiments/lr_objective.py with both run it."""
         y = l2 * s
         phi_y = 1.0 - y / 2 + y * y / 6 - y ** 3 / 24 + y ** 4 / 120 if y < PHI_SERIES_BELOW else -math.expm1(-y) / y
         return r * math.exp(-y) - c * s * phi_y
 
     @njit(cache=True, error_model="numpy")
     def step_with_l1(w, g, alpha, l1, l2):
-        """The step of the module docstring for one coordinate, l1 > 0, in float64."""
+        """The step of the module docstring for one coordinate, l1 > 0, in float64.
+
+        Why a kernel: the rare float64 step of a coordinate that reaches zero, called from the float32 row loops
+        without leaving compiled code. No experiments/ script times it (an LR pass with l1 and l2 > 0); the fits of
+        experiments/lr_objective.py with both run it."""
         if w > 0:
             side = 1.0
         elif w < 0:
@@ -142,7 +149,10 @@ if HAVE_NUMBA:
         to float32 rounding for the row's largest y: 1 − y and α·(1 − y/2) below ``LINEAR_BELOW`` (the
         next terms, y²/2 and y²/6, are then < 2e-8), their Taylor polynomials of degree 3 below
         ``CUBIC_BELOW``, else e^(−y) and α·φ(y) = (1 − e^(−y))/l2 (a few float32 roundings of the
-        terms: within 3e-7 of their size, measured against float64)."""
+        terms: within 3e-7 of their size, measured against float64).
+
+        Why a kernel: a row's regularised step in one vector loop per case inside the update and catch-up loops,
+        where numpy would make a temporary for each term. Measured by experiments/bench_lr_regularisation.py."""
         K = W.shape[1]
         one, half = np.float32(1.0), np.float32(0.5)
         if l1 == 0:
@@ -191,7 +201,10 @@ if HAVE_NUMBA:
         """(e^(−y), α·φ(y)), y = l2·α, float32, by the forms ``regularised_row`` chooses for a row whose largest
         y is this y: the shrink and the gradient's factor of the step, once for a row with one α. Without a
         branch (every form computed, the one for y chosen), so that a loop over rows runs in vector lanes
-        (``uniform_step_terms_lanes``)."""
+        (``uniform_step_terms_lanes``).
+
+        Why a kernel: branch-free, so that the loops over rows that call it run in vector lanes. Measured by
+        experiments/bench_lr_regularisation.py."""
         one, half = np.float32(1.0), np.float32(0.5)
         c2, c3, c4 = np.float32(1 / 2), np.float32(1 / 3), np.float32(1 / 4)
         per_l2 = np.float32(min(1.0 / np.float64(l2), FLOAT32_LARGEST))
@@ -210,6 +223,9 @@ if HAVE_NUMBA:
         """shrink[c], step[c] = ``uniform_step_terms``(alpha[c], l2) for c < n, in vector lanes, not one row at
         a time, whose exponential and expm1 wait on each other's polynomials (most rows of an RCV1-shaped fit
         have y = l2·α between 0.01 and 0.1, the exponential's range; measured by
-        experiments/bench_lr_regularisation.py)."""
+        experiments/bench_lr_regularisation.py).
+
+        Why a kernel: the terms of a block's rows in vector lanes, not one row at a time. Measured by
+        experiments/bench_lr_regularisation.py."""
         for c in range(n):
             shrink[c], step[c] = uniform_step_terms(alpha[c], l2)

@@ -20,18 +20,23 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from mlnb._atomic import piece_rows
-from mlnb._numba import HAVE_NUMBA, IEEE, njit, prange
+from mlnb._kernels.atomic import piece_rows
+from mlnb._kernels.jit import HAVE_NUMBA, IEEE, njit, prange
 
 # below this many multiply-adds the thread start-up costs more than it saves
 _NUMBA_MIN_WORK = 2_000_000
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim_rows
+    from mlnb._kernels.atomic import claim_rows
     from mlnb.models._float32_math import sigmoid as sigmoid32
 
     @njit(cache=True, fastmath=IEEE, inline="always")
     def _score_row(i, indptr, indices, data, W, b, binary, sigmoid, out):
+        """out[i] = b + Σ_p x_ip·W_j over row i's non-zeros (x_ip read as 1 where > 0 with ``binary``), then σ of
+        each value with ``sigmoid``.
+
+        Why a kernel: inlined into both scoring loops, so that the parallel and the serial loop make the same
+        operations in the same order. Measured by experiments/bench.py (the scoring stage)."""
         K = out.shape[1]
         one = np.float32(1.0)
         for k in range(K):
@@ -47,7 +52,7 @@ if HAVE_NUMBA:
 
     # one row's arithmetic (inlined by numba into both loops), looped on every thread or on one. IEEE
     # arithmetic (no FMA contraction or approximate reciprocals), so that the two loops, and numba's
-    # fresh and cached code, give the same bits whatever they vectorise (see mlnb._numba.IEEE).
+    # fresh and cached code, give the same bits whatever they vectorise (see mlnb._kernels.jit.IEEE).
     # Two functions, not one compiled twice: numba's on-disk cache names a kernel by its function
     # (qualified name and first line) and keys it on the argument types only, not on the compile
     # flags, so the parallel and serial compilations of one function shared one cache entry, and
@@ -55,7 +60,12 @@ if HAVE_NUMBA:
     # any thread count (tests/models/test_scoring.py checks that no two kernels share a name)
     @njit(parallel=True, cache=True, fastmath=IEEE)
     def _csr_times_dense(indptr, indices, data, W, b, binary, sigmoid, out, workers, rows_a_piece):
-        # each worker claims pieces of rows_a_piece rows in turn (mlnb._atomic), not a fixed share: a
+        """out = X·W + b (σ of it with ``sigmoid``) from X's CSR arrays, pieces of ``rows_a_piece`` rows claimed by
+        ``workers`` workers in turn.
+
+        Why a kernel: scipy's CSR × dense product runs on one core and takes no σ or presence in the same pass,
+        where here the threads claim pieces of rows. Measured by experiments/bench.py (the scoring stage)."""
+        # each worker claims pieces of rows_a_piece rows in turn (mlnb._kernels.atomic), not a fixed share: a
         # worker slowed by the machine (another process on its core, output pages new to the process)
         # scores fewer pieces instead of keeping the others waiting
         n, claimed = out.shape[0], np.zeros(1, dtype=np.int64)
@@ -69,6 +79,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE)
     def _csr_times_dense_serial(indptr, indices, data, W, b, binary, sigmoid, out):
+        """``_csr_times_dense`` on one thread, rows in order.
+
+        Why a kernel: the same row operations for products too small to repay starting the threads. Measured by
+        experiments/bench.py (the scoring stage)."""
         for i in range(out.shape[0]):
             _score_row(i, indptr, indices, data, W, b, binary, sigmoid, out)
 

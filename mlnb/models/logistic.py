@@ -86,7 +86,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from mlnb import progress, timings
-from mlnb._csr import column_counts, value_bounds
+from mlnb._kernels.csr import column_counts, value_bounds
 from mlnb.errors import MlnbError
 from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
 from mlnb.models import lbfgs, svrg

@@ -41,8 +41,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._csr import PARALLEL_COPY_NONZEROS, copy_rows, row_offsets, row_order
-from mlnb._numba import HAVE_NUMBA
+from mlnb._kernels.csr import PARALLEL_COPY_NONZEROS, copy_rows, row_offsets, row_order
+from mlnb._kernels.jit import HAVE_NUMBA
 from mlnb.errors import MlnbError
 
 UPDATERS = ("adagrad", "rowwise_adagrad", "sgd")

@@ -22,8 +22,8 @@ from mlnb.config import DataConfig, load_config
 from mlnb.data.long_tail_stream import GENERATOR_BLOCK, LongTailSource, corpus
 from mlnb.data.sources import SOURCES, describe_split, load_dataset
 from mlnb.data.stream import concatenate
-from mlnb.engine import tasks
-from mlnb.engine.fitting import mixing_pieces
+from mlnb.study import tasks
+from mlnb.study.fitting import mixing_pieces
 from mlnb.errors import MlnbError
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -136,8 +136,8 @@ def test_the_corpus_is_the_same_without_numba(monkeypatch):
 
 
 def test_chunks_made_at_once_and_stacked_on_every_thread_give_the_same_corpus(monkeypatch):
-    """Chunks generated on several threads, stacked by ``mlnb._csr.stack_rows``: the corpus of one chunk at a time
-    stacked by scipy, bit for bit (dtypes included)."""
+    """Chunks generated on several threads, stacked by ``mlnb._kernels.csr.stack_rows``: the corpus of one chunk
+    at a time stacked by scipy, bit for bit (dtypes included)."""
     monkeypatch.setattr(synthetic, "_CHUNK_DOCUMENTS", 400)  # 3,000 documents: 8 chunks
     arguments = dict(n_documents=3000, n_features=900, n_categories=20, seed=3)
     monkeypatch.setattr(synthetic, "GENERATING_THREADS", 4)

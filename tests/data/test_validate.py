@@ -1,12 +1,13 @@
 """The checks every X passes (``mlnb.data.validate``) on matrices large enough for their scans on every
-thread (``mlnb._csr.value_bounds`` in pieces, ``row_order``): the same refusals, naming the same document,
+thread (``mlnb._kernels.csr.value_bounds`` in pieces, ``row_order``): the same refusals, naming the same document,
 as on a small one."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from mlnb import MlnbError, _csr
+from mlnb import MlnbError
+from mlnb._kernels import csr as _csr
 from mlnb.data.validate import MAX_ABS_FEATURE, check_features, check_labels, check_non_negative
 
 ROWS = 20_000  # × 400 × 0.05: 400k stored values, above PARALLEL_SCAN_VALUES

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from scipy.stats import norm, rankdata
 from sklearn.metrics import roc_auc_score
 
-from mlnb._numba import HAVE_NUMBA
+from mlnb._kernels.jit import HAVE_NUMBA
 from mlnb.errors import MlnbError
 from mlnb.metrics import _delong
 from mlnb.metrics.auc_intervals import category_auc_intervals_by_column

@@ -306,7 +306,7 @@ def test_roc_auc_2d_refuses_bad_input(many_columns):
 
 
 def test_pools_follow_numbas_thread_count_and_groups_shrink_with_many_threads():
-    from mlnb._numba import HAVE_NUMBA
+    from mlnb._kernels.jit import HAVE_NUMBA
     from mlnb.metrics.ranking import column_group, worker_threads
 
     assert worker_threads(3) == 3
@@ -326,7 +326,7 @@ def test_pools_follow_numbas_thread_count_and_groups_shrink_with_many_threads():
 
 
 def test_a_columns_numbers_do_not_depend_on_its_group(many_columns):
-    from mlnb._numba import HAVE_NUMBA
+    from mlnb._kernels.jit import HAVE_NUMBA
 
     if not HAVE_NUMBA:
         pytest.skip("numba is not installed")

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.stats import norm
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
-from mlnb._numba import HAVE_NUMBA
+from mlnb._kernels.jit import HAVE_NUMBA
 from mlnb.errors import MlnbError
 from mlnb.metrics import auc_confidence_intervals, bootstrap_intervals, bootstrap_replicates, evaluate
 from mlnb.metrics.uncertainty import (BOOTSTRAP_METRICS, _replicate_parts, bootstrap_indices,

@@ -200,7 +200,7 @@ class InMemoryTrainer:
         return model
 
     def count_pairs(self, presence, max_count_memory):
-        from mlnb.engine.tasks import chunk_pairs
+        from mlnb.study.tasks import chunk_pairs
 
         return self.sum_over_chunks(chunk_pairs, presence)
 

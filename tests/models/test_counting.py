@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from mlnb._numba import HAVE_NUMBA
+from mlnb._kernels.jit import HAVE_NUMBA
 from mlnb.models import _counting
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")

@@ -59,9 +59,9 @@ def test_take_rows_is_scipy_row_indexing_with_int32_indices():
 
 
 def test_a_large_minibatch_is_copied_on_every_thread_with_the_same_bytes(monkeypatch):
-    """Above ``mlnb._csr.PARALLEL_COPY_NONZEROS`` the rows are copied by the parallel kernel: the very
+    """Above ``mlnb._kernels.csr.PARALLEL_COPY_NONZEROS`` the rows are copied by the parallel kernel: the very
     arrays of the serial one (and of scipy's row indexing), rows repeated and in any order."""
-    from mlnb import _csr
+    from mlnb._kernels import csr as _csr
 
     X, _ = corpus()
     rows = np.random.default_rng(0).integers(0, X.shape[0], size=5 * X.shape[0])

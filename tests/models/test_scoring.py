@@ -86,7 +86,7 @@ def test_a_documents_scores_do_not_depend_on_what_is_scored_with_it():
 def test_the_parallel_loop_over_claimed_pieces_gives_the_serial_loops_bits(rows_a_piece, binary, sigmoid):
     """However the rows are cut into pieces for the threads to claim (the last piece short, one piece
     for all), every row's scores are the one-thread loop's, bit for bit."""
-    from mlnb._numba import HAVE_NUMBA
+    from mlnb._kernels.jit import HAVE_NUMBA
     from mlnb.data.synthetic import make_rcv1_like
 
     if not HAVE_NUMBA:

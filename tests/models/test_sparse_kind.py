@@ -206,8 +206,8 @@ def backend(request):
 
 
 def _trainer(corpus_config, spill_folder, backend):
-    from mlnb.engine.fitting import SourceTrainer
-    from mlnb.engine.tasks import Reading
+    from mlnb.study.fitting import SourceTrainer
+    from mlnb.study.tasks import Reading
     from mlnb.study import streamed_documents
 
     train, test = streamed_documents(load_config(corpus_config, ["data.streaming=true"]))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._numba import map_pieces
+from mlnb._kernels.jit import map_pieces
 from mlnb.errors import MlnbError
 from mlnb.models._counting import column_statistics, count_chunk
 

@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from mlnb._numba import HAVE_NUMBA, map_pieces, njit, prange
+from mlnb._kernels.jit import HAVE_NUMBA, map_pieces, njit, prange
 
 BLOCK = 256  # words per parallel task (and per product of a log-sum)
 TILE = 16  # words transposed at a time through the core's cache: (TILE × K) float64
@@ -84,14 +84,20 @@ if HAVE_NUMBA:
 
     @njit(cache=True, inline="always")  # see "Inlined helpers" above
     def _transpose(F, w0, w1, tile):
-        """tile[w − w0, k] = F[k, w] for w0 ≤ w < w1: read row by row, so that W is written row by row."""
+        """tile[w − w0, k] = F[k, w] for w0 ≤ w < w1: read row by row, so that W is written row by row.
+
+        Why a kernel: inlined into the sweeps, so that W is written row by row through a tile in the core's cache.
+        Measured by experiments/bench_nb_fit.py."""
         for k in range(F.shape[0]):
             for w in range(w0, w1):
                 tile[w - w0, k] = F[k, w]
 
     @njit(cache=True, inline="always")  # see "Inlined helpers" above
     def _times(mantissa, exponent, k, q):
-        """mantissa[k]·2^exponent[k] ← that · q, the mantissa kept within 2^±500."""
+        """mantissa[k]·2^exponent[k] ← that · q, the mantissa kept within 2^±500.
+
+        Why a kernel: inlined into the log-sum loops: a product kept in range by powers of two, one log per block of
+        words instead of one per word. Measured by experiments/bench_multiclass_nb.py (the Bernoulli fits)."""
         m = mantissa[k] * q
         if m > 1e150 or m < 1e-150:
             m, e = math.frexp(m)
@@ -102,7 +108,10 @@ if HAVE_NUMBA:
     def _ratios(F, total, clip, complement, factor, reference, alpha, out):
         """out[w, k] = n_kw·factor_k / (F̄_kw + α), F̄ = total_w − F_kw (≥ 0 with clip), where the
         numerator n_kw = reference_w when a reference is given, else F_kw + α; without complement
-        out[w, k] = n_kw·factor_k."""
+        out[w, k] = n_kw·factor_k.
+
+        Why a kernel: one parallel sweep writes every ratio in W's layout, where numpy makes several K × V float64
+        passes and a transposed copy. Measured by experiments/bench_nb_fit.py."""
         K, V = F.shape
         for block in prange((V + BLOCK - 1) // BLOCK):
             tile = np.empty((TILE, K))
@@ -125,7 +134,11 @@ if HAVE_NUMBA:
     def _bernoulli(F, N, total, N_bar, complement, alpha, out, log_absent):
         """out[w, k] = p/(1 − p) · (1 − p̄)/p̄ (without complement p/(1 − p)), p = (F + α)/(N + 2α),
         p̄ likewise from F̄ = total − F, N̄; log_absent[block, k] = Σ_w∈block log[(1 − p)/(1 − p̄)]
-        (without complement log(1 − p))."""
+        (without complement log(1 − p)).
+
+        Why a kernel: one parallel sweep writes every ratio in W's layout with the log-sums of the absent words,
+        where numpy makes several K × V float64 passes and a transposed copy. Measured by
+        experiments/bench_multiclass_nb.py (the Bernoulli fits)."""
         K, V = F.shape
         for block in prange((V + BLOCK - 1) // BLOCK):
             tile = np.empty((TILE, K))
@@ -152,7 +165,11 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True, error_model="numpy")  # N = 0 or N̄ = 0: inf/nan, reset by the estimator
     def _gaussian(F, F2, N, t, t2, N_bar, complement, epsilon, shift, out, bias_terms):
         """out[w, k] = A_kw, out[V + w, k] = C_kw and bias_terms[block, k] = Σ_w∈block of b's word terms
-        (see ``gaussian``); without complement, the per-class terms of the joint log-likelihood."""
+        (see ``gaussian``); without complement, the per-class terms of the joint log-likelihood.
+
+        Why a kernel: one parallel sweep writes both weight matrices and the bias terms, where numpy makes several K
+        × V float64 passes and transposed copies. No experiments/ script runs the Gaussian event model; the sweep it
+        follows is measured by experiments/bench_nb_fit.py."""
         K, V = F.shape
         for block in prange((V + BLOCK - 1) // BLOCK):
             tile, tile2 = np.empty((TILE, K)), np.empty((TILE, K))

@@ -96,7 +96,7 @@ def test_counts_added_in_pieces_are_numpys_sums_bit_for_bit(monkeypatch, threads
     from mlnb.models.naive_bayes import counts as counts_module
 
     monkeypatch.setattr(counts_module, "PARALLEL_ADD_VALUES", 7)  # pieces of a few values: every thread works
-    monkeypatch.setattr("mlnb._numba.worker_threads", lambda n_threads=None: threads)
+    monkeypatch.setattr("mlnb._kernels.jit.worker_threads", lambda n_threads=None: threads)
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((5, 11)) * 1e6, rng.standard_normal((5, 11)) / 3  # sums that round
     expected = a + b

@@ -8,8 +8,8 @@ engine's word counts.)
 
 ``copy_rows`` / ``select_rows``: the rows ``rows`` of a CSR matrix, in that order (``X[rows]``): the
 offsets in one serial pass, then each row copied to its own place, in pieces of rows that the threads
-claim in turn (``mlnb._atomic``), each row's non-zeros asked for a few rows before they are copied
-(``mlnb._prefetch``).
+claim in turn (``mlnb._kernels.atomic``), each row's non-zeros asked for a few rows before they are copied
+(``mlnb._kernels.prefetch``).
 (A dataset's training and test parts, and each minibatch of the LR engine: on one core, these
 copies were part of what an LR pass spent outside its parallel regions; measured by
 experiments/bench_serial.py.)
@@ -42,8 +42,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._atomic import piece_rows
-from mlnb._numba import HAVE_NUMBA, map_pieces, map_threads, njit, prange
+from mlnb._kernels.atomic import piece_rows
+from mlnb._kernels.jit import HAVE_NUMBA, map_pieces, map_threads, njit, prange
 
 #: at most this many bytes of per-thread count rows (threads × V × 8); beyond, fewer threads count
 COUNT_ROWS_BYTES = 64 * 2**20
@@ -57,11 +57,16 @@ OFFSETS_AHEAD = 16
 _INT32_MAX = np.iinfo(np.int32).max
 
 if HAVE_NUMBA:
-    from mlnb._atomic import claim_rows
-    from mlnb._prefetch import prefetch_at, prefetch_span
+    from mlnb._kernels.atomic import claim_rows
+    from mlnb._kernels.prefetch import prefetch_at, prefetch_span
 
     @njit(parallel=True, cache=True)
     def _count(indices, V, pieces, counts, bad):
+        """counts[p, j] = how often j occurs in share p of ``indices`` (``pieces`` equal shares, each on a thread);
+        bad[p] = 1 when share p holds an index outside 0 .. V − 1.
+
+        Why a kernel: each thread counts its own share of the indices into its own row, where ``np.bincount`` runs
+        on one core and first widens the int32 indices to int64. Measured by experiments/bench_serial.py."""
         n = indices.size
         share = (n + pieces - 1) // pieces
         for p in prange(pieces):
@@ -76,7 +81,10 @@ if HAVE_NUMBA:
     def _row_offsets(indptr, rows, out_indptr):
         """out_indptr of the rows ``rows``: 0, then the running sum of their lengths. The rows lie in a
         random order, and each indptr[r] is a wait on memory: asking for the one ``OFFSETS_AHEAD`` rows on
-        keeps that many on their way at once (measured by experiments/bench_serial.py)."""
+        keeps that many on their way at once (measured by experiments/bench_serial.py).
+
+        Why a kernel: a loop that asks for the offsets of rows ahead of their turn, which numpy's fancy indexing
+        cannot do. Measured by experiments/bench_serial.py."""
         out_indptr[0] = 0
         n = rows.size
         for ii in range(n):
@@ -89,6 +97,10 @@ if HAVE_NUMBA:
 
     @njit(inline="always")
     def _copy_row(indptr, indices, data, rows, ii, out_indptr, out_indices, out_data):
+        """Row rows[ii] of (indptr, indices, data) copied to out_indices and out_data from out_indptr[ii] on.
+
+        Why a kernel: inlined into both row copies, so that the parallel and the serial copy move each row by the
+        same vector loops. Measured by experiments/bench_serial.py."""
         r = rows[ii]
         # unsigned places: numba then adds no wrap-around of negative indices, and the loops run in vector
         # lanes; loops, not slices: numba's slice copy is slower on short rows (experiments/bench_serial.py)
@@ -100,12 +112,15 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True)
     def _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers, rows_a_piece):
-        """Each worker claims pieces of ``rows_a_piece`` consecutive rows in turn (``mlnb._atomic``) until none
+        """Each worker claims pieces of ``rows_a_piece`` consecutive rows in turn (``mlnb._kernels.atomic``) until none
         is left, and copies each row of its piece asking for the row ``COPY_AHEAD`` rows on: the rows
         lie in a random order across the corpus, so each one is a wait on memory. Claimed pieces, not a
         fixed share a worker: a worker slowed by the machine (another process on its core, output pages
         new to the process) copies fewer, where with fixed shares the other waited (measured by
-        experiments/bench_serial.py)."""
+        experiments/bench_serial.py).
+
+        Why a kernel: scipy's ``X[rows]`` copies the rows on one core, where here the threads claim pieces of rows
+        and ask for the rows ahead. Measured by experiments/bench_serial.py."""
         n, claimed = rows.size, np.zeros(1, dtype=np.int64)
         for worker in prange(workers):
             while True:
@@ -121,7 +136,10 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _copy_rows_serial(indptr, indices, data, rows, out_indptr, out_indices, out_data):
-        """``_copy_rows_parallel`` on one thread (few non-zeros: a minibatch's labels), asking for rows ahead alike."""
+        """``_copy_rows_parallel`` on one thread (few non-zeros: a minibatch's labels), asking for rows ahead alike.
+
+        Why a kernel: the same row loop without a parallel region, for copies too small to repay starting the
+        threads. Measured by experiments/bench_serial.py."""
         n = rows.size
         for ii in range(n):
             if ii + COPY_AHEAD < n:
@@ -133,7 +151,10 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _pair_counts(indices):
         """(places j > 0 where indices[j] < indices[j − 1], where indices[j] == indices[j − 1]): loops from 0
-        without branches, in vector lanes (a loop over each row's own range, from a variable start, was not)."""
+        without branches, in vector lanes (a loop over each row's own range, from a variable start, was not).
+
+        Why a kernel: two branch-free loops in vector lanes, where numpy would build a temporary boolean array for
+        each comparison. Measured by experiments/bench_serial.py (through ``row_order`` and the checked copies)."""
         down = same = 0
         for j in range(1, indices.size):
             down += np.int64(indices[j] < indices[j - 1])
@@ -146,7 +167,11 @@ if HAVE_NUMBA:
         """indices copied into out_columns (data into out_values when not empty); (column indices outside
         0 .. width − 1, places j > 0 where indices[j] ≤ indices[j − 1]). Loops from 0 without branches,
         each doing one thing, so that they run in vector lanes (a loop from a variable start, or one
-        that both wrote and added up, did not; measured by experiments/bench_serial.py)."""
+        that both wrote and added up, did not; measured by experiments/bench_serial.py).
+
+        Why a kernel: the copy and both checks of a share while it is in the core's cache, where numpy copies and
+        then makes a separate pass and temporary for each check. Measured by experiments/bench_shards.py (reading
+        shards) and experiments/bench_serial.py."""
         for j in range(indices.size):
             out_columns[j] = indices[j]
         for j in range(data.size):
@@ -162,7 +187,10 @@ if HAVE_NUMBA:
         """Each worker copies a contiguous share of the non-zeros and counts what is wrong in it
         (``_copy_and_count``; data copied when not empty), and whether its first index is not above the
         last of the share before; then the places where a row starts after a non-empty one are taken
-        out of that count (a row may start lower)."""
+        out of that count (a row may start lower).
+
+        Why a kernel: each chunk read from a shard is copied and checked on every thread, where numpy's copies and
+        checks run on one core in every pass over a streamed corpus. Measured by experiments/bench_shards.py."""
         n = pointers.size - 1
         total = pointers[n]
         share = (total + workers - 1) // workers
@@ -186,7 +214,11 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True)
     def _at_or_above(S, cuts, indptr, indices):
         """With ``indices`` empty: indptr[i + 1] = #{k: S_ik ≥ t_k}; else (indptr cumulated) each row's
-        columns, ascending, at indices[indptr[i]:indptr[i + 1]]; rows on every thread."""
+        columns, ascending, at indices[indptr[i]:indptr[i + 1]]; rows on every thread.
+
+        Why a kernel: writes the CSR structure of a decision straight from the dense scores on every thread, where
+        numpy's comparison builds a dense boolean matrix on one core. Measured by experiments/bench_threads.py (the
+        bootstrap's decisions)."""
         n, K = S.shape
         if indices.size == 0:
             for i in prange(n):
@@ -210,7 +242,10 @@ if HAVE_NUMBA:
     def _row_order(indptr, indices, pieces, unsorted, repeated):
         """unsorted[p] / repeated[p]: pairs of neighbouring column indices within a row of share p that
         decrease / repeat: counted over the share's non-zeros as one run (``_pair_counts``), then the
-        pairs that straddle a row start (the last of a non-empty row and the next row's first) taken out."""
+        pairs that straddle a row start (the last of a non-empty row and the next row's first) taken out.
+
+        Why a kernel: scans the rows on every thread, where scipy's sorted-indices check runs on one core. Measured
+        by experiments/bench_serial.py (the check of every X and Y that enters a model)."""
         n = indptr.size - 1
         share = (n + pieces - 1) // pieces
         for p in prange(pieces):
@@ -232,7 +267,10 @@ if HAVE_NUMBA:
         """One of the two passes of a counting sort of a CSR matrix's non-zero entries by column, each over
         share p of the rows: without ``write``, at[p, k] and sums[p, k] = the entries of column k in share
         p and their sum; with it, rows[at[p, k]…] = the rows of share p with an entry in column k,
-        ascending (at[p, k], each share's place in each column, advancing)."""
+        ascending (at[p, k], each share's place in each column, advancing).
+
+        Why a kernel: a counting sort by column on every thread, where scipy's conversion to CSC runs on one core.
+        Measured by experiments/bench_serial.py (the NB fit's label columns)."""
         n = indptr.size - 1
         share = (n + pieces - 1) // pieces
         for p in prange(pieces):

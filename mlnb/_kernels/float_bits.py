@@ -4,13 +4,13 @@ a float built from its IEEE bits, and a polynomial by Horner's rule, both plain 
 ``FLAGS`` are their fastmath flags: IEEE arithmetic but for the sign of zero. No 'reassoc', which would
 fold a two-part reduction x − n·ln2_hi − n·ln2_lo into x − n·ln 2 and lose its exactness (measured:
 4.5 ulp at x ≈ −86 in float32 instead of ≤ 1); no 'contract' or 'arcp', so that a vector lane and the
-loop's scalar remainder give the same bits (see ``mlnb._numba.IEEE``); no 'nnan' or 'ninf', so that
+loop's scalar remainder give the same bits (see ``mlnb._kernels.jit.IEEE``); no 'nnan' or 'ninf', so that
 NaN and ±inf keep their meaning.
 """
 
 from __future__ import annotations
 
-from mlnb._numba import HAVE_NUMBA, njit
+from mlnb._kernels.jit import HAVE_NUMBA, njit
 
 FLAGS = {"nsz"}
 
@@ -37,7 +37,11 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=FLAGS, error_model="numpy")
     def horner(x, coefficients):
-        """c₀·xⁿ + c₁·xⁿ⁻¹ + … + cₙ (coefficients highest power first), by Horner's rule."""
+        """c₀·xⁿ + c₁·xⁿ⁻¹ + … + cₙ (coefficients highest power first), by Horner's rule.
+
+        Why a kernel: a plain loop that numba inlines into the callers' vector loops, where ``np.polyval`` is a call
+        per array. Measured by experiments/bench_lr_regularisation.py (through the float32 exponential that calls
+        it)."""
         p = coefficients[0]
         for c in coefficients[1:]:
             p = p * x + c

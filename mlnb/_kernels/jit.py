@@ -4,7 +4,7 @@ and the thread pools their thread count (``worker_threads``).
 Every kernel has a numpy/scipy path too, so mlnb still runs (slower) without numba. Importing this
 module, before any kernel runs, also lets OpenMP's threads wait passively (``_wait_passively``), so
 that every kernel behaves well beside other busy processes whatever the import order, and lets
-malloc reuse the large blocks of one fit for the next (``mlnb._memory``), and stamps every kernel's
+malloc reuse the large blocks of one fit for the next (``mlnb._kernels.memory``), and stamps every kernel's
 on-disk cache with the sources of all the package's compiled code (``_stamp_kernels_together``).
 """
 
@@ -15,7 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from mlnb._memory import reuse_freed_blocks
+from mlnb._kernels.memory import reuse_freed_blocks
 
 
 def _wait_passively() -> None:
@@ -36,7 +36,7 @@ def _wait_passively() -> None:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # the mlnb package
 #: a file of the package holds compiled code (a kernel, an intrinsic) when its text holds one of these
 KERNEL_MARKS = (b"njit", b"@intrinsic", b"prange")
 
