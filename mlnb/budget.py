@@ -59,7 +59,7 @@ from mlnb.data.shape import RCV1_CATEGORIES, RCV1_FEATURES, DataShape
 from mlnb.errors import MlnbError
 
 #: bytes of dense scores one step of a spilled scoring pass makes at most (12 per document, category and model:
-#: the float32 scores and what the running sums derive from them): ``mlnb.engine.tasks.score_partitions``
+#: the float32 scores and what the running sums derive from them): ``mlnb.study.tasks.score_partitions``
 #: scores a chunk in blocks of rows, so that 100k categories never make chunk_size × K scores at once
 SCORING_BLOCK_BYTES = 512 * 2**20
 #: what one worker process of joblib costs before it holds any data (numpy, scipy, scikit-learn)

@@ -66,14 +66,14 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import logit
 
-from mlnb._csr import at_or_above
-from mlnb._numba import HAVE_NUMBA, map_threads, worker_threads
+from mlnb._kernels.csr import at_or_above
+from mlnb._kernels.jit import HAVE_NUMBA, map_threads, worker_threads
 from mlnb.calibration import category_blocks, label_block, validation_labels
 from mlnb.data.validate import check_scores
 from mlnb.errors import MlnbError
 
 RULES = ("fixed", "scut", "scutfbr", "pcut", "rcut")
-#: the rules that learn their thresholds from held-out training scores (``mlnb.study.held_out_scores``)
+#: the rules that learn their thresholds from held-out training scores (``mlnb.study.deciding.held_out_scores``)
 LEARNED_ON_HELD_OUT = ("scut", "scutfbr")
 METRICS = ("f1", "f_beta", "accuracy")
 SWEEP_ELEMENTS = 1 << 21  # documents × categories per SCut block: ~60 MB of sort temporaries
@@ -328,7 +328,7 @@ def _csr_from_blocks(block_mask, blocks, shape) -> sp.csr_matrix:
 
 def _at_or_above(S: np.ndarray, cuts: np.ndarray) -> sp.csr_matrix:
     """D_ik = [S_ik ≥ t_k]: compiled, counting each row's accepted categories and then writing them, on
-    every thread (``mlnb._csr.at_or_above``: numpy's comparison ran on one core); else a block of rows
+    every thread (``mlnb._kernels.csr.at_or_above``: numpy's comparison ran on one core); else a block of rows
     at a time. The same CSR either way (the comparison in the common type of S and t, as numpy's)."""
     n, K = S.shape
     compiled = HAVE_NUMBA and n * K >= PARALLEL_CUT_ELEMENTS and S.dtype in (np.float32, np.float64) \

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb._csr import column_counts
+from mlnb._kernels.csr import column_counts
 from mlnb.errors import MlnbError
 
 TRANSFORMS = ("none", "binary", "log_tfidf")

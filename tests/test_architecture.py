@@ -149,13 +149,61 @@ def test_the_name_check_finds_a_name_check():
 
 def test_the_executors_import_no_model_and_no_study():
     """``mlnb.backends`` runs functions and reduces what they return: the per-partition tasks that know the models
-    live in ``mlnb.engine.tasks``. Function-level imports count."""
+    live in ``mlnb.study.tasks``. Function-level imports count."""
     modules = _modules()
     found = {module: sorted(name for name in _imports(module, path, modules)
                             if name.startswith(("mlnb.models", "mlnb.engine", "mlnb.study", "mlnb.studies")))
              for module, path in modules.items() if module == "mlnb.backends" or module.startswith("mlnb.backends.")}
     assert {module: names for module, names in found.items() if names} == {}
     assert len(found) >= 4  # the package, local, dask, reduce: the check looked where it should
+
+
+#: the two ScoreStore implementations and the scoring that chooses between them: the only modules of the study
+#: that may ask where scores are held
+SCORE_STORE_MODULES = ("mlnb/study/stores.py", "mlnb/study/scoring.py")
+#: reads of ``.in_memory`` / ``.streaming`` left in the study package and the commands, all on documents or the
+#: config's data (opening the documents, fitting them, carving a sweep's parts), file -> reads
+DOCUMENT_BRANCHES = {"mlnb/study/deciding.py": 1, "mlnb/study/fitting.py": 4, "mlnb/study/opening.py": 4,
+                     "mlnb/studies/curve.py": 1, "mlnb/studies/sweep.py": 3}
+
+
+def _memory_or_disk_reads(source: str) -> list[tuple[int, str]]:
+    """(line, expression) of each read of an ``in_memory`` or ``streaming`` attribute: a memory-or-disk branch."""
+    return sorted((node.lineno, ast.unparse(node)) for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Attribute) and node.attr in ("in_memory", "streaming")
+                  and isinstance(node.ctx, ast.Load))
+
+
+def _on_scores(reads: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The reads of ``reads`` on an object named like scores or their store (``scored``, ``store``, ``spill``, ...)."""
+    return [(line, expression) for line, expression in reads
+            if re.search(r"scor|store|spill", expression.rpartition(".")[0], re.IGNORECASE)]
+
+
+def test_no_memory_or_disk_branch_outside_the_score_stores():
+    """The loop, ``run_study`` and the commands ask the ``ScoreStore`` scoring gave them (``mlnb.study.stores``),
+    never where its scores are: no read of ``in_memory`` on scores outside the two stores' modules, and of the
+    reads on documents only the handful that opening and fitting them needs (``DOCUMENT_BRANCHES``)."""
+    found = {}
+    for path in sorted((PACKAGE / "study").rglob("*.py")) + sorted((PACKAGE / "studies").rglob("*.py")):
+        where = path.relative_to(PACKAGE.parent).as_posix()
+        reads = _memory_or_disk_reads(path.read_text(encoding="utf-8"))
+        if reads and where not in SCORE_STORE_MODULES:
+            found[where] = reads
+    assert {where: _on_scores(reads) for where, reads in found.items() if _on_scores(reads)} == {}
+    assert {where: len(reads) for where, reads in found.items()} == DOCUMENT_BRANCHES, found
+    assert all((PACKAGE.parent / where).is_file() for where in SCORE_STORE_MODULES)
+
+
+def test_the_memory_or_disk_check_finds_a_planted_branch():
+    code = ("if scored.in_memory:\n    pass\n"
+            "x = config.data.streaming\n"
+            "if loop.store.in_memory or train.in_memory: pass\n"
+            "in_memory = True\n")
+    reads = _memory_or_disk_reads(code)
+    assert reads == [(1, "scored.in_memory"), (3, "config.data.streaming"), (4, "loop.store.in_memory"),
+                     (4, "train.in_memory")]
+    assert _on_scores(reads) == [(1, "scored.in_memory"), (4, "loop.store.in_memory")]
 
 
 def _name_comparisons(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:

@@ -13,7 +13,7 @@ from mlnb.studies import sweep as sweep_module
 from mlnb.cli import app
 from mlnb import MlnbError
 from mlnb.config import EvalConfig, load_config
-from mlnb.engine.documents import validation_buckets
+from mlnb.study.documents import validation_buckets
 from mlnb.study import run_models, run_study
 
 SMALL = ["data.synthetic.n_documents=2000", "data.synthetic.n_features=1500", "data.synthetic.n_categories=12",
@@ -63,6 +63,12 @@ EVAL_KEYS = {
     "propensity_a": (0.6, "propensities_from_counts", lambda a, k, r: a[2]),
     "propensity_b": (2.6, "propensities_from_counts", lambda a, k, r: a[3]),
 }
+# the module of the study package whose calls of each function the spy sees
+STAGES = {"evaluate": mlnb.study.stores, "bootstrap_intervals": mlnb.study.stores,
+          "fit_decision_rule": mlnb.study.deciding, "fit_calibration": mlnb.study.deciding,
+          "held_out_scores": mlnb.study.loop, "run_on": mlnb.study.loop, "ranking_cutoffs": mlnb.study.loop,
+          "propensities_from_counts": mlnb.study.loop}
+assert {function for _, function, _ in EVAL_KEYS.values()} == set(STAGES)
 # what a key needs switched on to matter at all
 NEEDS = {"confidence": ["eval.bootstrap=7"], "decision_metric": ["eval.decision=scut"], "fbr": ["eval.decision=scutfbr"],
          "fbr_rank": ["eval.decision=scutfbr"], "rcut_k": ["eval.decision=rcut"],
@@ -85,14 +91,15 @@ def test_every_command_honours_every_eval_key(command, key, tmp_path, monkeypatc
         pytest.skip(f"eval.{key} shapes the run's report only")
     value, function, read = EVAL_KEYS[key]
     seen = []
-    real = getattr(mlnb.study, function)
+    stage = STAGES[function]
+    real = getattr(stage, function)
 
     def spy(*args, **kwargs):
         result = real(*args, **kwargs)
         seen.append(read(args, kwargs, result))
         return result
 
-    monkeypatch.setattr(mlnb.study, function, spy)
+    monkeypatch.setattr(stage, function, spy)
     if function == "run_on":  # the commands import it from mlnb.study at import time
         monkeypatch.setattr(sweep_module, "run_on", spy)
         monkeypatch.setattr(curve_module, "run_on", spy)

@@ -2,9 +2,9 @@
 
 A backend (an ``Executor``) maps a function over partitions of the data and
 reduces what comes back; it knows no model. The functions themselves
-(``mlnb.engine.tasks``) are the same either way, so a study gives the same
+(``mlnb.study.tasks``) are the same either way, so a study gives the same
 numbers on both (NB exactly; LR up to the parameter mixing that data-parallel
-training needs, see ``engine.tasks.lr_pass_partition``). The study asks a
+training needs, see ``study.tasks.lr_pass_partition``). The study asks a
 backend what it can do (``Executor.sequential``), never its name.
 
     local : the partitions one after the other in this process (the numba kernels use

@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import SimpleNamespace
 
-from mlnb._numba import worker_threads
+from mlnb._kernels.jit import worker_threads
 
 #: numba's thread count from which the figures are drawn in worker processes; below it, in this process
 #: (on two cores the fork server's imports would take a core from the study for about a second)

@@ -346,7 +346,7 @@ def _cell(value) -> str:
     return "n/a" if value != value else ("∞" if value == np.inf else f"{value:.4f}")
 
 
-#: how each way of training on Dask (``mlnb.engine.fitting.DASK_TRAINING``, as the fitted model recorded it) ran
+#: how each way of training on Dask (``mlnb.study.fitting.DASK_TRAINING``, as the fitted model recorded it) ran
 DASK_TRAINING_SENTENCES = {
     "one_worker": "trained on one worker by the one-machine engine over every partition in order, as in one process",
     "mixing": "trained by iterative parameter mixing: every worker trains on its own partitions from the same "

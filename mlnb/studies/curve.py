@@ -28,11 +28,10 @@ import pandas as pd
 from mlnb import progress
 from mlnb.config import StudyConfig
 from mlnb.errors import MlnbError
-from mlnb.backends import LocalBackend, open_backend
 from mlnb.data.hashing import hash_unit
-from mlnb.engine.documents import PURPOSES, Bucket
+from mlnb.study.documents import PURPOSES, Bucket
 from mlnb.studies.ranking import ranking_columns, ranking_of_loop
-from mlnb.study import model_labels, open_documents, run_on
+from mlnb.study import model_labels, open_documents, open_executor, run_on
 from mlnb.work import check_work, curve_work
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
@@ -126,7 +125,7 @@ def run_curve(config: StudyConfig) -> CurveResult:
     jobs = [(size, seed) for size in sizes for seed in range(config.curve.seeds)]
     metrics, ranking = curve_metrics(config.task), ranking_columns(config)
     rows = []
-    with open_backend(config.engine) if config.data.streaming else LocalBackend() as backend:
+    with open_executor(config) as backend:
         for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):
             sample_seed = config.data_seed() * 1_000 + seed  # which documents: data.seed (default: seed)
             u = hash_unit(ids, sample_seed + (PURPOSES["sample"] << 32))
@@ -137,7 +136,7 @@ def run_curve(config: StudyConfig) -> CurveResult:
             try:  # the rankings read the scores, in memory or spilled, before they are let go
                 ranked = ranking_of_loop(sized, loop)
             finally:
-                loop.scored.close()
+                loop.store.close()
             for run in loop.runs:
                 options = sized.models[run.name].options
                 rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,

@@ -1,11 +1,11 @@
 r"""The ranking metrics at k of a sweep point or a learning-curve point: the numbers ``mlnb run`` reports
-(``mlnb.study._rank_at_k``), from the same functions on the point's own evaluation documents.
+(``mlnb.study.loop._rank_at_k``), from the same functions on the point's own evaluation documents.
 
 A point is one ``mlnb.study.run_on`` (a sweep setting on a validation repeat, or a curve's training sample
 evaluated on the test part). For each of its models:
 
     rankings     each evaluation document's k = ``eval.ranking_k`` best categories, from the evaluated scores
-                 in memory or from the spill (``mlnb.study.labels_and_top_k``, as the run)
+                 in memory or from the spill (``mlnb.study.stores.ScoreStore.top_k``, as the run)
     propensities p_l = 1 / (1 + C · exp(−A · ln(N_l + B))),  C = (ln N − 1) · (B + 1)^A  from the point's
                  own training counts (N documents, N_l positives of category l; ``propensities_from_counts``,
                  A = ``eval.propensity_a``, B = ``eval.propensity_b``; none below 3 training documents)
@@ -25,7 +25,6 @@ import numpy as np
 
 from mlnb.config import StudyConfig
 from mlnb.metrics.at_k_study import propensities_from_counts, rank_models, ranking_cutoffs
-from mlnb.study import labels_and_top_k
 
 __all__ = ["RANKING_FAMILIES", "ranking_columns", "ranking_of_loop"]
 
@@ -45,13 +44,13 @@ def ranking_columns(config: StudyConfig) -> tuple[str, ...]:
 def ranking_of_loop(config: StudyConfig, loop) -> dict[str, dict[str, float]]:
     """{model name: {column of ``ranking_columns``: mean over the evaluation documents}} of every run of a
     ``mlnb.study.LoopResult`` whose scores are still open (in memory or spilled: call before
-    ``loop.scored.close()``); PSP@j is NaN without propensities (fewer than 3 training documents).
+    ``loop.store.close()``); PSP@j is NaN without propensities (fewer than 3 training documents).
     Empty dicts where ``ranking_columns`` is empty."""
     columns = ranking_columns(config)
     if not columns or not loop.runs:
         return {run.name: {} for run in loop.runs}
     ev = config.eval
-    labels, rankings = labels_and_top_k(loop.scored, loop.runs, ev.ranking_k)
+    labels, rankings = loop.store.top_k(loop.runs, ev.ranking_k)
     propensity = propensities_from_counts(loop.train_positives, loop.n_train, ev.propensity_a, ev.propensity_b)
     per_model, _ = rank_models(rankings, labels, ranking_cutoffs(ev.ranking_k), propensity, n_boot=0,
                                compare=False)

@@ -2,7 +2,7 @@
 validation splits of the training part, then refit the chosen setting and test it once.
 
 The validation documents are carved from the *training* part by a seeded hash of
-their ids (``mlnb.engine.documents``: the same documents in memory, streamed and on
+their ids (``mlnb.study.documents``: the same documents in memory, streamed and on
 Dask). Repeat r = 0..R−1 (``sweep.repeats``) holds out
 
     validation part r:   u(seed_r + 2·2^32, id) < validation_fraction,   seed_r = (seed + r) mod 2^32
@@ -49,7 +49,7 @@ from mlnb.config import (MULTICLASS_METRICS, PER_CATEGORY_METRICS, SUMMARY_METRI
                          parse_override, toml_value, with_overrides)
 from mlnb.backends import LocalBackend, open_backend
 from mlnb.data.dataset import Dataset
-from mlnb.engine.documents import Bucket, InMemoryDocuments
+from mlnb.study.documents import Bucket, InMemoryDocuments
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
@@ -223,10 +223,10 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
             try:  # the rankings read the scores, in memory or spilled, before they are let go
                 ranked = ranking_of_loop(setting_config, loop)[model]
             finally:
-                loop.scored.close()
+                loop.store.close()
             (run,) = loop.runs
             if r == 0:
-                n_fit, n_validation = loop.n_train, loop.scored.n_documents
+                n_fit, n_validation = loop.n_train, loop.store.n_documents
             evaluation = run.evaluation
             long_rows.append({**row, **{m: float(evaluation.summary.get(m, np.nan)) for m in summarised},
                               **ranked, s.metric: _value(evaluation, s.metric, s.category),
@@ -294,12 +294,12 @@ def refit_and_test(config: StudyConfig, model: str, metric: str, category: int, 
         try:
             ranked = ranking_of_loop(config, loop)[model]
         finally:
-            loop.scored.close()
+            loop.store.close()
     (run,) = loop.runs
     evaluation = run.evaluation
     return {"metric": metric, "value": _value(evaluation, metric, category),
             **{m: float(evaluation.summary.get(m, np.nan)) for m in recorded}, **ranked,
-            "n_train": int(loop.n_train), "n_test": int(loop.scored.n_documents), "fit_seconds": run.fit_seconds}
+            "n_train": int(loop.n_train), "n_test": int(loop.store.n_documents), "fit_seconds": run.fit_seconds}
 
 
 def _check_keys_matter(grid: dict, config: StudyConfig, model: str) -> None:

@@ -315,7 +315,7 @@ def test_keyboard_interrupt_at_start_up(tmp_path, monkeypatch, command):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mlnb.study, "load_dataset", interrupted)  # what run, sweep and curve read data with
+    monkeypatch.setattr(mlnb.study.opening, "load_dataset", interrupted)  # what run, sweep and curve read data with
     args, _ = COMMANDS[command]
     result = invoke(*args, "--out", tmp_path, "--quiet")
     assert result.exit_code == 130 and one_line(result) == "interrupted"

@@ -68,7 +68,8 @@ def no_fitting(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("a model was fitted although the work is refused")
 
-    monkeypatch.setattr(mlnb.study, "fit_models", never)
+    for stage in (mlnb.study.loop, mlnb.study.deciding):  # the loop's fits and the held-out ones
+        monkeypatch.setattr(stage, "fit_models", never)
 
 
 @pytest.mark.parametrize("command, args, needles", MULTIPLIERS, ids=IDS)

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlnb import study
+from mlnb.study import stores
 from mlnb.config import load_config
 from mlnb.data.synthetic import make_rcv1_like
 from mlnb.metrics.at_k_study import top_k_of_spill
@@ -51,7 +51,7 @@ def test_spilled_scores_give_the_in_memory_ranking_in_sweeps_and_curves(shards, 
     """Streamed with the scores on disk (engine.scores = 'disk'), the rankings are read from the spill: the
     same ranking numbers as the same sweep and curve read whole, to the bit."""
     read = []
-    monkeypatch.setattr(study, "top_k_of_spill", lambda spill, k: read.append(k) or top_k_of_spill(spill, k))
+    monkeypatch.setattr(stores, "top_k_of_spill", lambda spill, k: read.append(k) or top_k_of_spill(spill, k))
     spilled = ["data.streaming=true", 'engine.scores="disk"']
     whole = ["data.streaming=false"]
     sweep = ["sweep.repeats=1", "sweep.model=nb"]

@@ -127,16 +127,16 @@ def test_sweep_any_model_of_a_four_model_study(small_corpus, monkeypatch):
     """A key of the third model is swept; only that model is fitted and it decides."""
     config = load_config(None, ["models.cnb.kind=naive_bayes", "models.cnb.event_model=bernoulli",
                                 "models.sk.kind=sklearn_sgd"])
-    import mlnb.engine.fitting
+    import mlnb.study.fitting
 
     fitted = []
-    real = mlnb.engine.fitting.get_kind
+    real = mlnb.study.fitting.get_kind
 
     def spy(name):
         fitted.append(name)
         return real(name)
 
-    monkeypatch.setattr(mlnb.engine.fitting, "get_kind", spy)
+    monkeypatch.setattr(mlnb.study.fitting, "get_kind", spy)
     result = run_sweep(config, ["models.cnb.alpha=0.1,1"], dataset=small_corpus)
     assert result.model == "cnb" and len(result.table) == 2
     # cnb once per setting and repeat, once more for the test of the chosen setting, and nothing else

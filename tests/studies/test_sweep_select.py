@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from mlnb import MlnbError
 from mlnb.cli import app
 from mlnb.config import load_config
-from mlnb.engine.documents import Bucket
+from mlnb.study.documents import Bucket
 from mlnb.study import in_memory_documents, run_on
 from mlnb.features import FeatureTransform
 from mlnb.studies.sweep import choose, run_sweep, validation_split

@@ -7,7 +7,7 @@ r"""The array engine: the study's hot stages written once against the array API,
     scoring      Z = Φ(X)·W + b, one sparse × dense product
     ranking      per-category AUC (midranks), ROC on a grid and lift, from one sort on the device
     fitting      which models of a study it fits (asked of their estimators and records, never
-                 their names), and its one hook in the study (``mlnb.engine.fitting``)
+                 their names), and its one hook in the study (``mlnb.study.fitting``)
     model        the fitted model the study sees (``ArrayModel``): W and b on the device
 
 Selected by ``[engine] device = "gpu"`` (``mlnb.config.EngineConfig``); the default, "cpu", never

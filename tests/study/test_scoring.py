@@ -6,7 +6,8 @@ import pytest
 from mlnb.backends import LocalBackend
 from mlnb.backends.spill import spill_prefix
 from mlnb.decision import fit_decision_rule
-from mlnb.engine.scoring import fits_in_memory, in_memory, score_in_memory, score_spilled
+from mlnb.study.scoring import fits_in_memory, in_memory, score_in_memory, score_spilled
+from mlnb.study.stores import ScoresInMemory, SpilledScores
 from mlnb.models.naive_bayes import NaiveBayes
 
 
@@ -18,11 +19,11 @@ def test_spilled_scores_read_back_equal_the_in_memory_ones(documents):
     rules = {name: fit_decision_rule("fixed") for name in models}
     spilled = score_spilled(models, streamed, LocalBackend(), rules=rules, calibrations={}, threshold=0.5, top_k=2,
                             exclude=None, prior=None, untrainable=np.zeros(0, dtype=int))
-    assert not spilled.in_memory and spilled.folder.is_dir()
+    assert isinstance(spilled, SpilledScores) and spilled.folder.is_dir()
     assert spilled.folder.name.startswith(spill_prefix())  # a later run removes it if this process is killed
     folder = spilled.folder
     back = in_memory(spilled)
-    assert back.in_memory and not folder.exists()  # the spill is deleted once read back
+    assert isinstance(back, ScoresInMemory) and not folder.exists()  # the spill is deleted once read back
     for scored in (chunked, back):
         assert (scored.Y != here.Y).nnz == 0
         for name in models:
@@ -42,10 +43,10 @@ def test_each_spill_reserves_room_for_the_test_documents_expected_and_never_grow
     import scipy.sparse as sp
 
     from mlnb.data.stream import SelectedSource
-    from mlnb.engine.documents import StreamedDocuments
-    from mlnb.engine.tasks import scoring_groups
+    from mlnb.study.documents import StreamedDocuments
+    from mlnb.study.tasks import scoring_groups
     from mlnb.metrics.streaming import INITIAL_CAPACITY, ScoreSpill
-    from tests.engine.conftest import MatrixSource
+    from tests.study.conftest import MatrixSource
 
     n = 6 * INITIAL_CAPACITY
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import pytest
 from mlnb.config import load_config
 from mlnb.data.stream import Partition
 from mlnb.data.synthetic import make_rcv1_like
-from mlnb.engine.fitting import mixing_pieces
+from mlnb.study.fitting import mixing_pieces
 from mlnb.errors import MlnbWarning
 
 
@@ -80,8 +80,8 @@ def test_a_model_with_nothing_to_mix_runs_on_one_worker_when_mixing_is_asked():
     state to average, so the trainer runs them whole on one worker, as with "one_worker"."""
     from types import SimpleNamespace
 
-    from mlnb.engine.fitting import SourceTrainer
-    from mlnb.engine.tasks import fit_logistic_on_worker
+    from mlnb.study.fitting import SourceTrainer
+    from mlnb.study.tasks import fit_logistic_on_worker
     from mlnb.models.logistic import LogisticRegression
 
     calls = []
@@ -109,7 +109,7 @@ def test_the_trainer_records_how_the_model_trained(monkeypatch, asked, solver, s
     """The report's sentence on Dask comes from this record (``dask_training_``), not from the config."""
     from types import SimpleNamespace
 
-    from mlnb.engine import fitting
+    from mlnb.study import fitting
     from mlnb.models.logistic import LogisticRegression
 
     class Backend:

@@ -1,11 +1,11 @@
-"""Fixtures of the engine's tests: the same documents in memory and as a chunk source."""
+"""Fixtures of the study stages' tests: the same documents in memory and as a chunk source."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from mlnb.data.stream import Chunk, ChunkSource, Partition
-from mlnb.engine.documents import InMemoryDocuments, StreamedDocuments
+from mlnb.study.documents import InMemoryDocuments, StreamedDocuments
 
 
 class MatrixSource(ChunkSource):

@@ -50,8 +50,8 @@ from sklearn.base import clone
 from mlnb import progress, timings
 from mlnb.config import StudyConfig, fit_order
 from mlnb.engine.array.fitting import engine_for
-from mlnb.engine.documents import Documents
-from mlnb.engine.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, TrainingCounts, add_or_none,
+from mlnb.study.documents import Documents
+from mlnb.study.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, TrainingCounts, add_or_none,
                                chunk_pairs, count_partition, finished_naive_bayes, fit_logistic_here,
                                fit_logistic_on_worker, lr_pass_partition, mix, sum_partition, worker_groups)
 from mlnb.errors import MlnbError, MlnbWarning
@@ -106,6 +106,24 @@ def built_weights(kind, estimator):
 def label_counts(Y) -> np.ndarray:
     """(K,) float64 documents per category of a 0/1 matrix (from integer counts)."""
     return np.asarray(Y.sum(axis=0), dtype=np.float64).ravel()
+
+
+def training_counts(train: Documents, backend) -> tuple[np.ndarray, int, int, float]:
+    """(N (K,), n, nnz, seconds of the counting pass) of the training documents without fitting: from Y in memory
+    (no pass: 0 seconds), by a counting pass when streamed (the split's models were fitted on a part of them, the
+    counts are of all)."""
+    if train.in_memory:
+        return label_counts(train.Y), train.n_documents, int(train.X.nnz), 0.0
+    started = time.perf_counter()
+    counts = backend.map_reduce(count_partition, train.source.partitions(), Reading(train.source, train.chunk_size),
+                                {}, combine=operator.add, description="counting the training documents")
+    return counts.positives, counts.n, counts.nnz, time.perf_counter() - started
+
+
+def monitored_set(train: Documents, evaluation: Documents) -> tuple | None:
+    """(X, Y) of the evaluation documents, whose loss a kind that monitors its passes reports (its
+    ``ModelKind.fit_arguments``), when both parts are held in memory; None when either is streamed."""
+    return (evaluation.X, evaluation.Y) if train.in_memory and evaluation.in_memory else None
 
 
 def fit_models(config: StudyConfig, wanted: list[str] | None, documents: Documents, seed: int, labels: dict, *,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mlnb.engine.documents import Bucket, validation_buckets
+from mlnb.study.documents import Bucket, validation_buckets
 
 
 def test_folds_cover_every_document_once(documents):
