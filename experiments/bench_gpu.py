@@ -21,7 +21,7 @@ warmed up first on a small slice, so that numba's and CuPy's compilation is not 
                `engine.device = "cpu"` against the array engine (wall seconds of ``run_models``,
                with each model's fit, score and evaluation seconds)
 
-Contenders: ``array`` (mlnb.engine.array on --device), ``naive`` (the same library, written the
+Contenders: ``array`` (mlnb.models.array on --device), ``naive`` (the same library, written the
 plain way: sparse products, dense AdaGrad over all of W, a sort per category), ``cpu`` (mlnb's
 numba engine on every core). ``--device cpu-numpy`` runs the array and naive contenders with numpy
 (to check the script here; those timings say nothing about a GPU). Correctness is printed beside
@@ -45,11 +45,11 @@ import scipy.sparse as sp
 
 from mlnb.config import load_config
 from mlnb.data.synthetic import make_rcv1_like
-from mlnb.engine.array import logistic as array_lr
-from mlnb.engine.array import naive_bayes as array_nb
-from mlnb.engine.array import ranking as array_ranking
-from mlnb.engine.array import scoring as array_scoring
-from mlnb.engine.array.device import namespace
+from mlnb.models.logistic import array as array_lr
+from mlnb.models.naive_bayes import array as array_nb
+from mlnb.metrics import array_ranking
+from mlnb.models.array import scoring as array_scoring
+from mlnb.models.array.device import namespace
 from mlnb.metrics.ranking import fpr_grid, rank_curve, roc_auc_per_category, roc_lift, roc_on_grid
 from mlnb.models._linear import prior_log_odds
 from mlnb.models.logistic import LogisticRegression
@@ -173,7 +173,7 @@ def stages(ns, data, train: int, test: int, repeats: int, results: dict) -> None
 
     # NB fit
     def array_nb_fit():
-        return array_nb.fit_on_device(ns, NaiveBayes(binarize=True), Xd, Yd, "multilabel")
+        return array_nb.fit_device_arrays(ns, NaiveBayes(binarize=True), Xd, Yd, "multilabel")
 
     def cpu_nb_fit():
         model = NaiveBayes(binarize=True).fit(X, Y)

@@ -45,7 +45,7 @@ import time
 import numpy as np
 
 from mlnb._kernels.jit import IEEE, njit, prange
-from mlnb.models._glm_kernels import PREFETCH_AHEAD, _forward_row, _prefetch_row, _update_row
+from mlnb.models.logistic.kernels import PREFETCH_AHEAD, _forward_row, _prefetch_row, _update_row
 
 TARGET_RATIO = 1.5
 
@@ -184,9 +184,9 @@ def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3, l2: 
     calls (``NumbaKernel.step`` is the sequence; nothing here repeats it) and summed over the pass."""
     import numba
 
-    import mlnb.models._glm_kernels as kernels
+    import mlnb.models.logistic.kernels as kernels
     from mlnb.models.logistic import LogisticRegression
-    from mlnb.models.minibatch import InMemorySource
+    from mlnb.models.logistic.minibatch import InMemorySource
 
     threads = numba.get_num_threads()
     batches = list(InMemorySource(X, Y, batch_size).minibatches(np.random.default_rng(seed)))

@@ -109,7 +109,7 @@ def exact_regularisation_floor(documents: int, repeats: int) -> None:
     from mlnb.data.synthetic import make_rcv1_like
     from mlnb.models._float32_math import exp_nonpositive
     from mlnb.models.logistic import LogisticRegression
-    from mlnb.models.minibatch import InMemorySource
+    from mlnb.models.logistic.minibatch import InMemorySource
 
     @numba.njit(fastmath={"nnan", "ninf", "nsz"})
     def decay(W, Y, out, rows):  # out = e^(−Y)·W over ``rows`` rows in all: one exponential and one product each

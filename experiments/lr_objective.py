@@ -3,13 +3,13 @@
     python experiments/lr_objective.py                       # synthetic RCV1-shaped data, both tasks
     python experiments/lr_objective.py --data rcv1subset1    # ../shared/data's rcv1subset1 (the training half)
 
-The documented objective (``mlnb/models/logistic.py``), over the training documents:
+The documented objective (``mlnb/models/logistic/estimator.py``), over the training documents:
 
     F(W, b) = (1/n) Σ_i loss_i(W, b) + (l2/2)·‖W‖² + l1·‖W‖₁
 
 (multilabel: loss_i = Σ_k softplus(z_ik) − y_ik·z_ik; multiclass: logsumexp(z_i) − z_i·y_i). Its exact
 minimiser comes from ``solver = "lbfgs"`` at a tight tolerance (checked against scikit-learn's
-LogisticRegression at C = 1/(n·l2) in tests/models/test_lbfgs.py). The minibatch engine
+LogisticRegression at C = 1/(n·l2) in tests/models/logistic/test_lbfgs.py). The minibatch engine
 (AdaGrad, exact lazy regularisation) is then run pass after pass, and after each pass this prints
 
     gap   = (F(W_t) − F*) / F*             the relative excess objective
@@ -21,7 +21,7 @@ with a constant step (texp = vexp = ½, the default) and with a decaying one (te
 
     python experiments/lr_objective.py --solvers svrg        # solver = "svrg" at the same batch sizes
 
-With ``--solvers svrg`` it fits ``solver = "svrg"`` (variance-reduced minibatch steps, ``mlnb/models/svrg.py``)
+With ``--solvers svrg`` it fits ``solver = "svrg"`` (variance-reduced minibatch steps, ``mlnb/models/logistic/svrg.py``)
 at the same batch size and prints, per outer iteration, the gap and the passes over the data so far (one
 full pass and svrg_inner_passes minibatch passes each), beside the passes L-BFGS took to the same gap.
 """
@@ -41,7 +41,7 @@ from mlnb.data.svmlight import load_svmlight_dataset
 from mlnb.data.synthetic import make_rcv1_like
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "rcv1subset"
-from mlnb.models import lbfgs
+from mlnb.models.logistic import lbfgs
 from mlnb.models.logistic import LogisticRegression
 
 

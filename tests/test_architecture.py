@@ -152,7 +152,7 @@ def test_the_executors_import_no_model_and_no_study():
     live in ``mlnb.study.tasks``. Function-level imports count."""
     modules = _modules()
     found = {module: sorted(name for name in _imports(module, path, modules)
-                            if name.startswith(("mlnb.models", "mlnb.engine", "mlnb.study", "mlnb.studies")))
+                            if name.startswith(("mlnb.models", "mlnb.study", "mlnb.studies")))
              for module, path in modules.items() if module == "mlnb.backends" or module.startswith("mlnb.backends.")}
     assert {module: names for module, names in found.items() if names} == {}
     assert len(found) >= 4  # the package, local, dask, reduce: the check looked where it should

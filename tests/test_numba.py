@@ -85,7 +85,7 @@ def test_a_kernel_of_the_package_is_stamped_with_the_kernels_and_others_with_the
     from numba import njit
     from numba.core.caching import FunctionCache
 
-    from mlnb.models._glm_kernels import _words_region
+    from mlnb.models.logistic.kernels import _words_region
 
     assert FunctionCache(_words_region.py_func)._impl.locator.get_source_stamp() == _numba.kernels_stamp()
     module = tmp_path / "elsewhere.py"

@@ -5,7 +5,7 @@ splits of rows, columns and tasks), printing a digest of each stage's output: NB
 counts → weights, scoring, the per-category AUC, ``evaluate()`` (its pool follows numba's thread
 count), the streamed evaluation, DeLong intervals and tests, the bootstrap, and a whole study
 (``run_study``: fit, decide, score, evaluate, intervals, comparisons). LR's own thread test is in
-tests/models/test_logistic.py.
+tests/models/logistic/test_logistic.py.
 """
 
 import textwrap

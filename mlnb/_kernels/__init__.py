@@ -1,6 +1,6 @@
 """The kernel wing: the shared low-level pieces that mlnb's compiled model and metric kernels are built on.
 
-The kernels themselves live beside the code they serve (``mlnb.models._glm_kernels``, ``mlnb.metrics.ranking``,
+The kernels themselves live beside the code they serve (``mlnb.models.logistic.kernels``, ``mlnb.metrics.ranking``,
 ``mlnb.models._counting``, …); each one's docstring says why it is compiled and names the ``experiments/``
 script that measures it, and the numbers live in ``experiments/README.md`` (``tests/test_kernel_wing.py``
 checks both). What they share is here, and nothing here knows a model or a metric:

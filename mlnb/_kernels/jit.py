@@ -61,7 +61,7 @@ def _stamp_kernels_together() -> None:
     """Make numba's on-disk cache of every mlnb kernel stale as soon as any file with compiled code changes.
 
     numba keys a cached kernel on its own source file only, but a kernel compiles in the functions and
-    constants it calls from other files (``_glm_kernels``'s update inlines ``_regularisation``'s row
+    constants it calls from other files (``mlnb.models.logistic.kernels``'s update inlines ``regularisation``'s row
     step): after an edit, or a ``git pull`` of an editable install, that changes only the other file,
     the old machine code was loaded and run (seen here: a benchmark timed the old row step). With one
     stamp for all the files with compiled code (``kernels_stamp``), a change to any of them recompiles

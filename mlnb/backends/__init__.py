@@ -26,7 +26,7 @@ class Executor(Protocol):
     """What the study loop asks of a backend: its capabilities, a map and a map-reduce."""
 
     #: True: the tasks run one after another in this process, so that they may share state in memory (an
-    #: aggregator that spills to disk, one file written in order, the one-machine minibatch engine) and
+    #: aggregator that spills to disk, one file written in order, the one-machine minibatch solver) and
     #: reading the data here costs nothing more than running the tasks; False: they run at once elsewhere
     #: (other processes or machines), so that only what they return comes back
     sequential: bool

@@ -11,12 +11,12 @@ presence x̂ = 1{x > 0} (``binarize``; else x itself) and with smoothing α:
 
 which is exactly multinomial Naive Bayes' ``weights_`` on x̂ (binarize=True,
 alpha=α): R = [r_1 … r_K] (V × K). A logistic regression on x̃ for all
-categories together is the re-parameterisation W = R ∘ W′ of the engine in
-``logistic.py``, trained in W′ space (see ``_glm_kernels``):
+categories together is the re-parameterisation W = R ∘ W′ of the minibatch solver in
+``logistic``, trained in W′ space (see ``logistic.kernels``):
 
     Z = X̂_B·(R ∘ W′) + b                                              (m × K)
     G = R ∘ (X̂_Bᵀ·(σ(Z) − Y_B)) / m                                   (V × K)
-    AdaGrad (or SGD) on W′ and b, with the regularised step of ``logistic.py`` on W′
+    AdaGrad (or SGD) on W′ and b, with the regularised step of ``logistic`` on W′
     (minimising (1/n) Σ loss + (l2/2)·‖W′‖² + l1·‖W′‖₁)
 
 Then each category's weights are interpolated towards their mean magnitude
@@ -53,14 +53,14 @@ from sklearn.base import BaseEstimator
 
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
-from mlnb.models.logistic import EngineOptions, LogisticRegression, engine_params, least_passes
+from mlnb.models.logistic import LogisticRegression, MinibatchOptions, least_passes, minibatch_params
 from mlnb.models.naive_bayes import NaiveBayes
 from mlnb.models.registry import CountRequest, ModelKind
 from mlnb.options import option
 
 
 @dataclass
-class NBLogisticOptions(EngineOptions):
+class NBLogisticOptions(MinibatchOptions):
     alpha: float = option(1.0, "Naive Bayes pseudo-count of the log-count ratios r (Wang & Manning: 1)",
                           min=0, exclusive_min=True)
     beta: float = option(1.0, "interpolation W = (1 − beta)·mean|W| + beta·W per category; 1 = none. "
@@ -85,7 +85,7 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
     binarize : bool
         Fit and score on word presence [X > 0] instead of X.
     updater, lrate, batch_size, npasses, l1, l2, texp, vexp, epsilon, shuffle, random_state, kernel
-        The minibatch engine's, as in :class:`mlnb.models.LogisticRegression`;
+        The minibatch solver's, as in :class:`mlnb.models.LogisticRegression`;
         l1 and l2 act on W′.
 
     Attributes
@@ -96,7 +96,7 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
         W = R ∘ W″, the effective weights on x̂ after the interpolation.
     bias_ : (K,) float32
     untrainable_categories_ : categories without a positive (or a negative) training document
-    history_ : list of dict, one per pass of the engine (see ``LogisticRegression``); a
+    history_ : list of dict, one per pass of the inner logistic regression (see ``LogisticRegression``); a
         held-out loss there is that of R ∘ W′ before the interpolation.
     """
 
@@ -129,7 +129,7 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
         """Counts (X ≥ 0) unless binarised: R is multinomial NB's, which refuses a negative count."""
         return not self.binarize
 
-    def _engine(self) -> LogisticRegression:
+    def _inner_logistic(self) -> LogisticRegression:
         params = self.get_params()
         for name in ("alpha", "beta", "binarize"):
             del params[name]
@@ -163,33 +163,33 @@ class NBLogisticRegression(LinearMultilabelModel, BaseEstimator):
         R = np.ascontiguousarray(self._log_count_ratios(X_hat, Y), dtype=np.float32)  # (V, K)
         if eval_set is not None:
             eval_set = (self._features(eval_set[0]), eval_set[1])
-        engine = self._engine().fit(X_hat, Y, eval_set=eval_set, scale=R)
-        return self.finish(engine, R)
+        inner = self._inner_logistic().fit(X_hat, Y, eval_set=eval_set, scale=R)
+        return self.finish(inner, R)
 
-    def finish(self, engine: LogisticRegression, R: np.ndarray):
-        """Interpolate an engine trained with ``scale=R`` into this model's weights (the last step of
-        ``fit``; a streaming fit trains the engine chunk by chunk and ends here too)."""
-        W_prime = engine.weights_prime_  # (V, K)
+    def finish(self, inner: LogisticRegression, R: np.ndarray):
+        """Interpolate an inner logistic regression trained with ``scale=R`` into this model's weights (the last
+        step of ``fit``; a streaming fit trains it chunk by chunk and ends here too)."""
+        W_prime = inner.weights_prime_  # (V, K)
         w_bar = np.abs(W_prime).mean(axis=0)  # (K,)  ‖W′[:, k]‖₁ / V
         W_interpolated = (1 - self.beta) * w_bar + self.beta * W_prime  # (V, K)  W″
         self.ratios_ = R
         self.weights_ = (R * W_interpolated).astype(np.float32, copy=False)  # (V, K)  W = R ∘ W″
-        self.bias_ = engine.bias_  # (K,)
+        self.bias_ = inner.bias_  # (K,)
         self.n_features_in_ = R.shape[0]
-        self.untrainable_categories_ = engine.untrainable_categories_
-        self.history_ = engine.history_
+        self.untrainable_categories_ = inner.untrainable_categories_
+        self.history_ = inner.history_
         return self
 
 
 # -- as a model kind of a study ----------------------------------------------------------------
 def _least_passes(options: NBLogisticOptions) -> tuple[int, str]:
-    """The pass that counts R, then the engine's passes."""
+    """The pass that counts R, then the inner logistic regression's passes."""
     passes, key = least_passes(options)
     return 1 + passes, key
 
 
 def _params(options: NBLogisticOptions) -> dict:
-    return {**engine_params(options), "alpha": options.alpha, "beta": options.beta,
+    return {**minibatch_params(options), "alpha": options.alpha, "beta": options.beta,
             "binarize": options.binarize}
 
 
@@ -203,11 +203,11 @@ def _count_request(estimator: NBLogisticRegression) -> CountRequest:
 
 
 def _fit_streamed(estimator: NBLogisticRegression, options, fitted: dict, trainer) -> NBLogisticRegression:
-    """``fit`` over a stream: R from its NB counts, W′ by the engine's passes on x̂ scaled by R, then
+    """``fit`` over a stream: R from its NB counts, W′ by the minibatch passes on x̂ scaled by R, then
     W = R ∘ W″ (``finish``)."""
     R = np.ascontiguousarray(trainer.naive_bayes(_count_request(estimator)).weights_, dtype=np.float32)  # (V, K)
-    engine = trainer.minibatch(estimator._engine(), binarize_input=bool(estimator.binarize), scale=R)
-    return estimator.finish(engine, R)
+    inner = trainer.minibatch(estimator._inner_logistic(), binarize_input=bool(estimator.binarize), scale=R)
+    return estimator.finish(inner, R)
 
 
 KIND = ModelKind(

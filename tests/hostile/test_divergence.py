@@ -84,8 +84,8 @@ def test_cli_refuses_an_svrg_step_beyond_the_coordinate_bound(refused):
 def test_svrg_that_never_lowers_the_objective_raises_naming_svrg_step():
     """The solver itself (multiclass, where a step of 1e9 halved 30 times never lowered F): with no accepted
     outer iteration its "solution" is the start, never a fit."""
-    from mlnb.models import svrg
-    from mlnb.models.minibatch import InMemorySource
+    from mlnb.models.logistic import svrg
+    from mlnb.models.logistic.minibatch import InMemorySource
 
     X, Y = _data()
     Y = sp.csr_matrix(np.eye(3, dtype=int)[np.argmax(Y + np.arange(3) * 0.1, axis=1)])

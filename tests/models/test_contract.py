@@ -169,8 +169,8 @@ def presence(X):
 
 class InMemoryTrainer:
     """A ``StreamTrainer`` over chunks held in memory, doing what the study's does over a source: NB
-    counts summed by ``partial_fit`` chunk by chunk (``engine.tasks.count_partition``), and the
-    minibatch engine's ``fit_stream`` over the chunks (``engine.tasks.fit_logistic_here``).
+    counts summed by ``partial_fit`` chunk by chunk (``mlnb.study.tasks.count_partition``), and the
+    minibatch solver's ``fit_stream`` over the chunks (``mlnb.study.tasks.fit_logistic_here``).
 
     Its buffer holds every chunk (``buffer_chunks``), so the engine visits the documents in the very
     order ``fit`` does (``minibatch.ChunkStreamSource``): a streamed minibatch fit must then equal

@@ -110,7 +110,7 @@ def test_beta_interpolation_by_hand(monkeypatch):
     W_prime = np.array([[1.0, 0.0], [-3.0, 2.0], [2.0, -4.0]], dtype=np.float32)
     b = np.array([0.5, -0.5], dtype=np.float32)
     monkeypatch.setattr(NBLogisticRegression, "_log_count_ratios", lambda self, X_hat, Y: R)
-    monkeypatch.setattr(NBLogisticRegression, "_engine", lambda self: _FixedEngine(W_prime, b))
+    monkeypatch.setattr(NBLogisticRegression, "_inner_logistic", lambda self: _FixedEngine(W_prime, b))
     model = NBLogisticRegression(beta=0.25).fit(np.eye(3), np.array([[1, 0], [0, 1], [1, 1]]))
     # w̄ = mean |W′| per category = (1 + 3 + 2)/3 = 2 and (0 + 2 + 4)/3 = 2
     # W″ = 0.75·2 + 0.25·W′ = [[1.75, 1.5], [0.75, 2.0], [2.0, 0.5]]

@@ -80,7 +80,7 @@ def expected_failed_checks(estimator) -> dict:
             "passes (history_ has one record per pass)")
     if isinstance(estimator, LogisticRegression) and estimator.solver in ("lbfgs", "svrg"):
         for check in ("check_fit_score_takes_y", "check_estimators_partial_fit_n_features"):
-            failing[check] = f"partial_fit is the minibatch engine's; solver={estimator.solver!r} refuses it in one line"
+            failing[check] = f"partial_fit is the minibatch solver's; solver={estimator.solver!r} refuses it in one line"
     if isinstance(estimator, SklearnLogisticRegression) or getattr(estimator, "solver", "") == "lbfgs" \
             or getattr(estimator, "event_model", "") == "gaussian":
         failing["check_classifier_multioutput"] = (

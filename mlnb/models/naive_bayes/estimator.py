@@ -53,7 +53,7 @@ from sklearn.base import BaseEstimator
 from mlnb.data.validate import check_labels
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32
-from mlnb.models.naive_bayes import bernoulli, complement, gaussian, mixed, multiclass, multinomial, poisson
+from mlnb.models.naive_bayes import array, bernoulli, complement, gaussian, mixed, multiclass, multinomial, poisson
 from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.naive_bayes.event_model import REGISTERED, EventModel, Outside, Parameters, listed, reading, register
 from mlnb.models.registry import CountRequest, ModelKind
@@ -586,5 +586,6 @@ KIND = ModelKind(
     fits_from="counts",
     count_request=lambda estimator: CountRequest(estimator),
     fit_streamed=lambda estimator, options, fitted, trainer: trainer.naive_bayes(CountRequest(estimator)),
+    fit_on_device=array.fit_on_device,  # the count event models (the others: None, on the CPU)
     requires_non_negative=lambda options: REGISTERED[options.event_model].non_negative,
     score_type=lambda options, task: REGISTERED[options.event_model].score_type(task))

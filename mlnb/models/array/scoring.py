@@ -1,10 +1,10 @@
-r"""Scores on the array engine: Z = X̂·W + b, one sparse × dense product (cuSPARSE SpMM on a GPU).
+r"""Scores on a device: Z = X̂·W + b, one sparse × dense product (cuSPARSE SpMM on a GPU).
 
     Z = X̂·W + b        X̂ (n × V) device CSR float32 (X, or its presence [X > 0] with ``binary``),
                         W (V × K) float32, b (K,) float32  ->  Z (n × K) float32
 
 The product sums each row's terms in float32 in the library's order, not in the numba kernel's
-(each row's non-zeros in index order, then + b), so Z equals the CPU engine's to float32
+(each row's non-zeros in index order, then + b), so Z equals the CPU estimator's to float32
 round-off — a few ulp of the largest partial sum — not bit for bit.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlnb.engine.array.device import ArrayNamespace, canonical
+from mlnb.models.array.device import ArrayNamespace, canonical
 
 
 def presence(ns: ArrayNamespace, X):

@@ -23,7 +23,7 @@ from mlnb.backends.reduce import tree_reduce
 from mlnb.data.synthetic import make_rcv1_like
 from mlnb.models import KINDS
 from mlnb.models._linear import as_one_hot, prior_log_odds
-from mlnb.models.lbfgs import Partial, loss_and_gradient
+from mlnb.models.logistic.lbfgs import Partial, loss_and_gradient
 from mlnb.models.logistic import LogisticRegression
 
 L2 = 1e-2
@@ -236,7 +236,7 @@ def test_l1_meets_the_optimality_conditions(corpus, multiclass, task):
 
 def test_the_minibatch_only_calls_and_bad_values_are_refused(corpus):
     X, Y = corpus
-    with pytest.raises(MlnbError, match="partial_fit is the minibatch engine's"):
+    with pytest.raises(MlnbError, match="partial_fit is the minibatch solver's"):
         LogisticRegression(solver="lbfgs").partial_fit(X, Y)
     with pytest.raises(MlnbError, match="solver must be one of"):
         LogisticRegression(solver="newton").fit(X, Y)

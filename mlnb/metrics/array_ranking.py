@@ -1,4 +1,4 @@
-r"""Per-category AUC, ROC on a grid and lift on the array engine, from one sort of every score at once.
+r"""Per-category AUC, ROC on a grid and lift on a device, from one sort of every score at once.
 
 Each score z_ik (float32) becomes an unsigned key that sorts like the pair (category k, z):
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb.engine.array.device import ArrayNamespace
+from mlnb.models.array.device import ArrayNamespace
 from mlnb.errors import MlnbError
 
 _SIGN = np.uint32(0x80000000)
@@ -36,7 +36,7 @@ def sort_keys(ns: ArrayNamespace, S):
     """(n·K,) uint64 keys of S (n × K float32, device), category-major: key = k·2³² + u(z)."""
     xp = ns.xp
     if S.dtype != np.float32:
-        raise MlnbError(f"the array engine ranks float32 scores (its own), got {S.dtype}")
+        raise MlnbError(f"the array code ranks float32 scores (its own), got {S.dtype}")
     n, K = S.shape
     Z = xp.ascontiguousarray(S.T) + np.float32(0.0)  # (K, n); −0 + 0 = +0: the two zeros tie
     bits = Z.view(np.uint32)

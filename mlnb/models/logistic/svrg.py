@@ -1,12 +1,12 @@
 r"""Logistic regression for every category at once by variance-reduced minibatch steps (SVRG), to the
 documented objective's optimum.
 
-The objective is the minibatch engine's and L-BFGS's (``logistic.py``, ``lbfgs.py``), with
+The objective is the minibatch solver's and L-BFGS's (``estimator.py``, ``lbfgs.py``), with
 Z = X·W + b, f the mean loss over the n training documents and b not regularised:
 
     F(W, b) = f(W, b) + (l2/2)·‖W‖² + l1·‖W‖₁
 
-The minibatch engine's AdaGrad steps follow a noisy gradient, so they approach F's optimum at a
+The minibatch solver's AdaGrad steps follow a noisy gradient, so they approach F's optimum at a
 sublinear rate (``experiments/lr_objective.py``). SVRG (Johnson & Zhang 2013, "Accelerating
 stochastic gradient descent using predictive variance reduction") removes the noise: each outer
 iteration s takes a snapshot W̃, b̃, computes the full gradient there in one pass,
@@ -19,7 +19,7 @@ and then runs ``inner_passes`` passes of minibatch steps with the corrected grad
 
 (P_B = σ(X_B·W + b), or the softmax, P̃_B the same at the snapshot): an unbiased estimate of ∇f
 whose variance vanishes as W and W̃ approach the optimum, so a constant step converges linearly.
-Each coordinate takes the engine's exact regularised step (``_regularisation.py``) for a time c_jk:
+Each coordinate takes the minibatch solver's exact regularised step (``regularisation.py``) for a time c_jk:
 
     W ← the solution after a time c of  dw/ds = −G − l2·w − l1·sign(w)   (G held fixed)
       = e^(−l2·c)·W − c·φ(l2·c)·G,   φ(y) = (1 − e^(−y))/y                  (l1 = 0)
@@ -28,7 +28,7 @@ A row j that the minibatch does not touch has G_j = μ_j, a constant during the 
 a constant step c_j, so the steps it misses are again one flow of a fixed G: one closed-form step
 for the time c_j·(steps missed), applied just before the row is next read and to every row at the
 end of each inner pass. The cost of a step stays that of the rows it touches (two products with
-them instead of the engine's one, for the snapshot's scores), and the result is exactly the dense
+them instead of the minibatch solver's one, for the snapshot's scores), and the result is exactly the dense
 SVRG update of every row at every step.
 
 The step is a diagonal preconditioner, fixed for the inner loop:
@@ -59,7 +59,7 @@ minibatch passes; W, W̃, μ and c are V × K float64 each.
 Measured (``experiments/lr_objective.py --solvers svrg``, 15,949 RCV1-shaped documents, 5,000 words,
 20 categories; docs/guide/logistic-regression.md has the table): the relative excess objective
 reaches 1e-4 multilabel at batch 1000 in 64 passes (l2 = 1e-3) and 190 (l2 = 1e-4), multiclass at
-batch 100 in 82 and 100 (L-BFGS: 84, 222, 77 and 130). The AdaGrad engine is at 4.8e-3 (l2 = 1e-3)
+batch 100 in 82 and 100 (L-BFGS: 84, 222, 77 and 130). The AdaGrad solver is at 4.8e-3 (l2 = 1e-3)
 and 0.042 (l2 = 1e-4) after 50 passes. On small problems it needs more passes than L-BFGS
 (rcv1subset1's 3,019 training documents: 271 against 81).
 """
@@ -76,8 +76,8 @@ from scipy.special import expit, softmax
 
 from mlnb import progress
 from mlnb.errors import MlnbError
-from mlnb.models import lbfgs
-from mlnb.models._regularisation import regularised_step
+from mlnb.models.logistic import lbfgs
+from mlnb.models.logistic.regularisation import regularised_step
 
 #: b's curvature is taken as at least this share of the all-prior model's, ŝ_k (module docstring). Measured with
 #: experiments/lr_objective.py --solvers svrg: 0 lets a saturated snapshot throw b out (overflow at l2 = 1e-4);

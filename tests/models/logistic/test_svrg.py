@@ -17,9 +17,9 @@ from sklearn.exceptions import ConvergenceWarning
 from mlnb import MlnbError
 from mlnb.data.synthetic import make_rcv1_like
 from mlnb.models._linear import prior_log_odds
-from mlnb.models._regularisation import regularised_step
-from mlnb.models.minibatch import InMemorySource
-from mlnb.models.svrg import CURVATURE_FLOOR_B, CurvedPartial, loss_gradient_curvature
+from mlnb.models.logistic.regularisation import regularised_step
+from mlnb.models.logistic.minibatch import InMemorySource
+from mlnb.models.logistic.svrg import CURVATURE_FLOOR_B, CurvedPartial, loss_gradient_curvature
 from mlnb.models.logistic import LogisticRegression
 
 L2 = 1e-2
@@ -175,7 +175,7 @@ def test_bad_values_and_minibatch_only_calls_are_refused(corpus):
         LogisticRegression(solver="svrg", svrg_step=0.0).fit(X, Y)
     with pytest.raises(MlnbError, match="svrg_inner_passes must be an integer >= 1"):
         LogisticRegression(solver="svrg", svrg_inner_passes=0).fit(X, Y)
-    with pytest.raises(MlnbError, match="partial_fit is the minibatch engine's"):
+    with pytest.raises(MlnbError, match="partial_fit is the minibatch solver's"):
         LogisticRegression(solver="svrg").partial_fit(X, Y)
     with pytest.raises(MlnbError, match="solver = 'svrg' needs category_counts"):
         LogisticRegression(solver="svrg").fit_stream(lambda: iter([]), X.shape[1], Y.shape[1])

@@ -1,8 +1,8 @@
-"""The array engine (mlnb/engine/array/) against the numba engine: numpy here, CuPy where a GPU is.
+"""The array device (mlnb/models/array/) against the numba kernels: numpy here, CuPy where a GPU is.
 
 Every comparison runs once per namespace: "array-numpy" always (numpy and scipy.sparse: the GPU's
 code on the CPU, in CI), and "gpu" when CuPy sees a GPU (skipped with the reason otherwise).
-Oracles: the CPU engine's own estimators (NaiveBayes, LogisticRegression, ``mlnb.metrics.ranking``),
+Oracles: the CPU's own estimators (NaiveBayes, LogisticRegression, ``mlnb.metrics.ranking``),
 and scikit-learn's ``roc_auc_score`` for the AUC.
 """
 
@@ -16,21 +16,22 @@ import scipy.sparse as sp
 from sklearn.metrics import roc_auc_score
 
 from mlnb.config import load_config
-from mlnb.engine.array import logistic as array_lr
-from mlnb.engine.array import naive_bayes as array_nb
-from mlnb.engine.array import ranking as array_ranking
-from mlnb.engine.array.device import gpu_problem, namespace
-from mlnb.engine.array.fitting import ArrayEngine, engine_for
 from mlnb.errors import MlnbError
+from mlnb.metrics import array_ranking
 from mlnb.metrics.ranking import fpr_grid, rank_curve, roc_auc_per_category, roc_lift, roc_on_grid
+from mlnb.models import KINDS
+from mlnb.models.array.device import gpu_problem, namespace
+from mlnb.models.array.fitting import ArrayDevice, device_for
 from mlnb.models.logistic import LogisticRegression
+from mlnb.models.logistic import array as array_lr
 from mlnb.models.naive_bayes import NaiveBayes
+from mlnb.models.naive_bayes import array as array_nb
 from mlnb.study import run_models
 
 _GPU = gpu_problem()
 DEVICES = ["array-numpy", pytest.param("gpu", marks=pytest.mark.skipif(_GPU is not None, reason=f"no GPU: {_GPU}"))]
 
-# every count event model the engine has a formula for, with the options its formula branches on
+# every count event model the device has a formula for, with the options its formula branches on
 NB_CASES = [
     ("multinomial", {}), ("multinomial", {"binarize": True}), ("multinomial", {"mode": "tutorial"}),
     ("multinomial", {"smoothing": "m_estimate", "m": 3.0}), ("poisson", {}), ("poisson", {"binarize": True}),
@@ -40,8 +41,44 @@ NB_CASES = [
 
 
 @pytest.fixture(params=DEVICES)
-def engine(request) -> ArrayEngine:
-    return ArrayEngine(namespace(request.param))
+def device(request) -> ArrayDevice:
+    return ArrayDevice(namespace(request.param))
+
+
+#: each registered kind by its estimator class: the device is handed a model's kind, as the study hands it
+KIND_OF = {kind.estimator: kind for kind in KINDS.values()}
+
+
+def fit_on(device: ArrayDevice, estimator, X, Y, task: str, arguments: dict):
+    """``estimator`` fitted on ``device`` as the study fits it: through its kind's ``fit_on_device``."""
+    return device.fit(KIND_OF[type(estimator)], estimator, X, Y, task, arguments)
+
+
+def test_the_device_fits_what_a_kind_declares_and_nothing_else(small_corpus):
+    """The device asks the kind (``ModelKind.fit_on_device``): a kind that declares none, or whose fit does not take
+    the options, is left to the CPU (None); a declared fit is the one called."""
+    import dataclasses
+
+    device = ArrayDevice(namespace("array-numpy"))
+    X, Y = small_corpus.X_train[:200], small_corpus.Y_train[:200]
+    declared = {name for name, kind in KINDS.items() if kind.runs_on_device}
+    assert declared and declared < set(KINDS)
+    for kind in KINDS.values():
+        if not kind.runs_on_device:
+            assert device.fit(kind, kind.build(kind.options()), X, Y, "multilabel", {}) is None
+    lr = KIND_OF[LogisticRegression]
+    assert device.fit(lr, LogisticRegression(solver="lbfgs"), X, Y, "multilabel", {}) is None
+    called = []
+    own = dataclasses.replace(lr, fit_on_device=lambda *given: called.append(given) or "fitted")
+    assert device.fit(own, LogisticRegression(), X, Y, "multilabel", {"a": 1}) == "fitted"
+    assert called[0][0] is device and called[0][4:] == ("multilabel", {"a": 1})
+
+
+def test_a_device_with_no_model_that_runs_there_is_refused():
+    on_cpu_only = next(name for name, kind in KINDS.items() if not kind.runs_on_device and kind.tasks)
+    with pytest.raises(MlnbError, match=r"engine.device = 'array-numpy': no model of the study runs on a device "
+                                        r"\(kinds that do: .*\); use engine.device = 'cpu'"):
+        load_config(None, ["engine.device=array-numpy", f"models.nb.kind={on_cpu_only}", "models.lr.enabled=false"])
 
 
 def _cpu_nb(X, Y, event_model, options, task="multilabel"):
@@ -66,10 +103,10 @@ def _assert_scores_close(Z, Z_cpu, X, W, b, binary):
 
 @pytest.mark.parametrize("event_model, options", NB_CASES, ids=[f"{m}-{'-'.join(map(str, o.values())) or 'default'}"
                                                                 for m, o in NB_CASES])
-def test_naive_bayes_weights_and_scores_match_the_cpu_engine(engine, small_corpus, event_model, options):
+def test_naive_bayes_weights_and_scores_match_the_cpu_engine(device, small_corpus, event_model, options):
     X, Y = small_corpus.X_train, small_corpus.Y_train
     cpu = _cpu_nb(X, Y, event_model, options)
-    model = engine.fit(NaiveBayes(event_model=event_model, **options), X, Y, "multilabel", {})
+    model = fit_on(device, NaiveBayes(event_model=event_model, **options), X, Y, "multilabel", {})
     _assert_float32_close(model.weights_, cpu.weights_, "W")
     _assert_float32_close(model.bias_, cpu.bias_, "b")
     X_test = small_corpus.X_test
@@ -80,42 +117,42 @@ def test_naive_bayes_weights_and_scores_match_the_cpu_engine(engine, small_corpu
     assert model.score_type == cpu.score_type
 
 
-def test_a_category_without_positives_scores_by_its_prior(engine, small_corpus):
+def test_a_category_without_positives_scores_by_its_prior(device, small_corpus):
     X, Y = small_corpus.X_train, small_corpus.Y_train.tolil()
     assert Y[:, 0].nnz
     Y[:, 0] = 0
     Y = Y.tocsr()
     cpu = _cpu_nb(X, Y, "multinomial", {"binarize": True})
-    model = engine.fit(NaiveBayes(binarize=True), X, Y, "multilabel", {})
+    model = fit_on(device, NaiveBayes(binarize=True), X, Y, "multilabel", {})
     assert 0 in model.untrainable_categories_
     np.testing.assert_array_equal(model.untrainable_categories_, cpu.untrainable_categories_)
     assert not model.weights_[:, model.untrainable_categories_].any()
     _assert_float32_close(model.bias_, cpu.bias_, "b")
 
 
-def test_models_without_an_array_formula_use_their_own_module_on_the_host(engine, small_corpus, monkeypatch):
-    """Multiclass, and a count model the engine has no formula for: counted on the device, W by its module."""
+def test_models_without_an_array_formula_use_their_own_module_on_the_host(device, small_corpus, monkeypatch):
+    """Multiclass, and a count model the device has no formula for: counted on the device, W by its module."""
     X, Y = small_corpus.X_train, small_corpus.Y_train
     monkeypatch.setattr(array_nb, "FORMULAS", ())
     cpu = _cpu_nb(X, Y, "poisson", {})
-    model = engine.fit(NaiveBayes(event_model="poisson"), X, Y, "multilabel", {})
+    model = fit_on(device, NaiveBayes(event_model="poisson"), X, Y, "multilabel", {})
     _assert_float32_close(model.weights_, cpu.weights_, "W")
     labels = np.asarray(Y.argmax(axis=1)).ravel()
     one_hot = sp.csr_matrix((np.ones(labels.size, np.int8), labels, np.arange(labels.size + 1)), shape=Y.shape)
     cpu = _cpu_nb(X, one_hot, "multinomial", {}, task="multiclass")
-    model = engine.fit(NaiveBayes(task="multiclass"), X, one_hot, "multiclass", {})
+    model = fit_on(device, NaiveBayes(task="multiclass"), X, one_hot, "multiclass", {})
     _assert_float32_close(model.weights_, cpu.weights_, "W")
     np.testing.assert_array_equal(model.predict(small_corpus.X_test), cpu.predict(small_corpus.X_test))
 
 
-def test_event_models_with_squares_or_column_statistics_stay_on_the_cpu(engine):
-    assert engine.fits(NaiveBayes(event_model="multinomial"), {})
-    assert not engine.fits(NaiveBayes(event_model="gaussian"), {})
-    assert not engine.fits(NaiveBayes(event_model="mixed"), {})
+def test_event_models_with_squares_or_column_statistics_stay_on_the_cpu(device):
+    assert array_nb.takes(NaiveBayes(event_model="multinomial"))
+    assert not array_nb.takes(NaiveBayes(event_model="gaussian"))
+    assert not array_nb.takes(NaiveBayes(event_model="mixed"))
 
 
-def test_scoring_refuses_what_the_cpu_estimator_refuses(engine, small_corpus):
-    model = engine.fit(NaiveBayes(), small_corpus.X_train, small_corpus.Y_train, "multilabel", {})
+def test_scoring_refuses_what_the_cpu_estimator_refuses(device, small_corpus):
+    model = fit_on(device, NaiveBayes(), small_corpus.X_train, small_corpus.Y_train, "multilabel", {})
     with pytest.raises(MlnbError, match="features"):
         model.decision_function(small_corpus.X_test[:, :10])
     negative = small_corpus.X_test.copy()
@@ -162,14 +199,14 @@ def _cpu_lr(X, Y, fit=None, **options):
 # the default options in the fast tier, the other options (LR fits each) in the slow one
 @pytest.mark.parametrize("options", [pytest.param(o, id="-".join(f"{k}={v}" for k, v in o.items()) or "default",
                                                   marks=[pytest.mark.slow] if o else []) for o in LR_CASES])
-def test_logistic_passes_match_the_cpu_engine(engine, small_corpus, options):
-    """The dense device update against the numba kernel's lazy one: as close as the CPU engine's own two
+def test_logistic_passes_match_the_cpu_engine(device, small_corpus, options):
+    """The dense device update against the numba kernel's lazy one: as close as the CPU's own two
     kernels (scipy, numba) are to each other, or a few float32 ulp of W."""
     X, Y = small_corpus.X_train, small_corpus.Y_train
     numba, scipy_kernel = _cpu_lr(X, Y, kernel="numba", **options), _cpu_lr(X, Y, kernel="scipy", **options)
-    model = engine.fit(LogisticRegression(npasses=2, **options), X, Y, "multilabel", {})
+    model = fit_on(device, LogisticRegression(npasses=2, **options), X, Y, "multilabel", {})
     np.testing.assert_array_equal(model.untrainable_categories_, numba.untrainable_categories_)
-    if engine.ns.on_gpu:  # see WELL_POPULATED
+    if device.ns.on_gpu:  # see WELL_POPULATED
         _assert_gpu_fit_close(model, numba, small_corpus)
         return
     between_kernels = np.abs(numba.weights_ - scipy_kernel.weights_).max()
@@ -184,33 +221,33 @@ def test_logistic_passes_match_the_cpu_engine(engine, small_corpus, options):
     np.testing.assert_array_equal(model.untrainable_categories_, numba.untrainable_categories_)
 
 
-def test_multiclass_logistic_regression_matches_the_cpu_engine(engine, small_corpus):
+def test_multiclass_logistic_regression_matches_the_cpu_engine(device, small_corpus):
     X, Y = small_corpus.X_train, small_corpus.Y_train
     labels = np.asarray(Y.argmax(axis=1)).ravel()
     numba = _cpu_lr(X, labels, task="multiclass")
-    model = engine.fit(LogisticRegression(npasses=2, task="multiclass"), X, labels, "multiclass", {})
+    model = fit_on(device, LogisticRegression(npasses=2, task="multiclass"), X, labels, "multiclass", {})
     assert np.abs(model.weights_ - numba.weights_).max() <= 1e-4 * np.abs(numba.weights_).max()
     assert np.mean(model.predict(small_corpus.X_test) == numba.predict(small_corpus.X_test)) > 0.99
 
 
-def test_logistic_regression_from_a_warm_start_and_what_stays_on_the_cpu(engine, small_corpus):
+def test_logistic_regression_from_a_warm_start_and_what_stays_on_the_cpu(device, small_corpus):
     X, Y = small_corpus.X_train, small_corpus.Y_train
     start = _cpu_nb(X, Y, "multinomial", {"binarize": True})
     warm = {"coef_init": start.weights_, "intercept_init": start.bias_}
     numba = _cpu_lr(X, Y, fit=warm)
-    model = engine.fit(LogisticRegression(npasses=2), X, Y, "multilabel", warm)
-    if engine.ns.on_gpu:  # see WELL_POPULATED
+    model = fit_on(device, LogisticRegression(npasses=2), X, Y, "multilabel", warm)
+    if device.ns.on_gpu:  # see WELL_POPULATED
         _assert_gpu_fit_close(model, numba, small_corpus)
     else:
         assert np.abs(model.weights_ - numba.weights_).max() <= 1e-4 * np.abs(numba.weights_).max()
-    assert not engine.fits(LogisticRegression(solver="lbfgs"), {})
-    assert not engine.fits(LogisticRegression(), {"scale": np.ones((3, 2))})
-    assert not engine.fits(LogisticRegression(), {"eval_set": (X, Y)})
+    assert not array_lr.takes(LogisticRegression(solver="lbfgs"), {})
+    assert not array_lr.takes(LogisticRegression(), {"scale": np.ones((3, 2))})
+    assert not array_lr.takes(LogisticRegression(), {"eval_set": (X, Y)})
 
 
-def test_a_diverging_logistic_regression_is_refused_as_on_the_cpu(engine, small_corpus):
+def test_a_diverging_logistic_regression_is_refused_as_on_the_cpu(device, small_corpus):
     with pytest.raises(MlnbError, match="lrate .* too large"):
-        engine.fit(LogisticRegression(npasses=1, lrate=1e9), small_corpus.X_train, small_corpus.Y_train,
+        fit_on(device, LogisticRegression(npasses=1, lrate=1e9), small_corpus.X_train, small_corpus.Y_train,
                    "multilabel", {})
 
 
@@ -259,7 +296,7 @@ def test_the_gpu_update_is_the_numpy_update(options, fused):
 NOT_BIT_REPRODUCIBLE = pytest.mark.xfail(
     reason="cuSPARSE's SpMM adds with atomics: its sums, and so the LR fit, change in the last bits from run to "
            "run (H200, 2026-11-26, with Xᵀ transposed in place and formed by csr2csc alike); a CSR × dense kernel "
-           "of our own summing each row in order would make the GPU engine bit-reproducible", strict=False)
+           "of our own summing each row in order would make the GPU code bit-reproducible", strict=False)
 
 
 def _gpu_products(small_corpus):
@@ -301,9 +338,9 @@ def test_gpu_products_are_the_same_every_time(small_corpus):
 @NOT_BIT_REPRODUCIBLE
 def test_a_gpu_fit_gives_the_same_bits_every_time(small_corpus):
     X, Y = small_corpus.X_train, small_corpus.Y_train
-    engine = ArrayEngine(namespace("gpu"))
+    device = ArrayDevice(namespace("gpu"))
     for estimator in (lambda: LogisticRegression(npasses=2), lambda: NaiveBayes(alpha=0.37, binarize=False)):
-        first, second = (engine.fit(estimator(), X * np.float32(0.3), Y, "multilabel", {}) for _ in range(2))
+        first, second = (fit_on(device, estimator(), X * np.float32(0.3), Y, "multilabel", {}) for _ in range(2))
         np.testing.assert_array_equal(first.weights_, second.weights_)
         np.testing.assert_array_equal(first.bias_, second.bias_)
 
@@ -338,9 +375,9 @@ def _hostile_scores(n=600, K=8, seed=0):
     return S, sp.csr_matrix(Y)
 
 
-def test_auc_is_exactly_the_cpu_engines(engine):
+def test_auc_is_exactly_the_cpu_engines(device):
     S, Y = _hostile_scores()
-    auc = array_ranking.auc_per_category(engine.ns, Y, engine.ns.asarray(S))
+    auc = array_ranking.auc_per_category(device.ns, Y, device.ns.asarray(S))
     np.testing.assert_array_equal(auc, roc_auc_per_category(Y, S))  # bit for bit, NaN where undefined
     Yd = Y.toarray()
     for k in (0, 1, 2, 4, 7):  # scikit-learn refuses the infinities of column 3
@@ -348,20 +385,20 @@ def test_auc_is_exactly_the_cpu_engines(engine):
     assert np.isnan(auc[5]) and np.isnan(auc[6])
 
 
-def test_roc_on_a_grid_and_lift_are_exactly_the_cpu_engines(engine):
+def test_roc_on_a_grid_and_lift_are_exactly_the_cpu_engines(device):
     S, Y = _hostile_scores(seed=1)
     grid = fpr_grid(101)
-    tpr = array_ranking.roc_on_grid(engine.ns, Y, engine.ns.asarray(S), grid)
+    tpr = array_ranking.roc_on_grid(device.ns, Y, device.ns.asarray(S), grid)
     Yd = Y.toarray()
     expected = np.vstack([roc_on_grid(rank_curve(Yd[:, k], S[:, k]), grid) for k in range(S.shape[1])])
     np.testing.assert_array_equal(tpr, expected)
     np.testing.assert_array_equal(array_ranking.roc_lift(tpr, grid), roc_lift(expected, grid))
 
 
-def test_ranking_takes_float32_scores_only(engine):
+def test_ranking_takes_float32_scores_only(device):
     S, Y = _hostile_scores()
     with pytest.raises(MlnbError, match="float32"):
-        array_ranking.auc_per_category(engine.ns, Y, engine.ns.asarray(S.astype(np.float64)))
+        array_ranking.auc_per_category(device.ns, Y, device.ns.asarray(S.astype(np.float64)))
 
 
 # -- the study ---------------------------------------------------------------------------------
@@ -388,13 +425,13 @@ def test_a_study_through_the_array_engine_gives_the_cpu_engines_metrics(small_co
 
 
 def test_device_gpu_without_a_gpu_is_refused_in_one_line(monkeypatch):
-    import mlnb.engine.array.device as device
+    import mlnb.models.array.device as device
 
     monkeypatch.setattr(device, "gpu_problem", lambda: "CuPy is not installed (pip install 'mlnb[gpu]')")
     with pytest.raises(MlnbError, match=r"engine.device = 'gpu': CuPy is not installed .*use engine.device = 'cpu'"):
         load_config(None, ["engine.device=gpu"])
     with pytest.raises(MlnbError, match="engine.device = 'gpu': CuPy"):
-        engine_for("gpu")
+        device_for("gpu")
 
 
 def test_the_array_engine_fits_studies_held_in_memory():

@@ -1,4 +1,4 @@
-r"""The regularised step of the minibatch engine, exact for the rows a minibatch does not touch.
+r"""The regularised step of the minibatch solver, exact for the rows a minibatch does not touch.
 
 One coordinate w of W, its loss gradient g on the minibatch (0 on a row the minibatch does not
 touch) and its step α (``minibatch.Updater``). The step is the exact solution, after a time α, of
@@ -59,7 +59,7 @@ def phi(y: np.ndarray) -> np.ndarray:
 
 def regularised_step(w: np.ndarray, g, alpha: np.ndarray, l1: float, l2: float, dtype=np.float32) -> np.ndarray:
     """The step of the module docstring for arrays w, g (or 0), α ≥ 0 (numpy); computed and returned in
-    ``dtype`` (float32: the minibatch engine's W; float64: the SVRG solver's, ``svrg.py``)."""
+    ``dtype`` (float32: the minibatch solver's W; float64: the SVRG solver's, ``svrg.py``)."""
     w = np.asarray(w, dtype=dtype)
     alpha = np.asarray(alpha, dtype=dtype)
     g = np.zeros_like(w) if isinstance(g, (int, float)) and g == 0 else np.asarray(g, dtype=dtype)

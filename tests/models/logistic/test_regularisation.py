@@ -1,14 +1,14 @@
-"""The regularised step of the minibatch engine (mlnb/models/_regularisation.py): the exact solution of
+"""The regularised step of the minibatch solver (mlnb/models/logistic/regularisation.py): the exact solution of
 dw/ds = −g − l2·w − l1·sign(w), checked against a fine numerical integration of that ODE, its fixed
 points, and the composition that makes the lazy catch-up exact."""
 
 import numpy as np
 import pytest
 
-from mlnb.models._regularisation import regularised_step
+from mlnb.models.logistic.regularisation import regularised_step
 
 numba = pytest.importorskip("numba")
-from mlnb.models._regularisation import (  # noqa: E402
+from mlnb.models.logistic.regularisation import (  # noqa: E402
     regularised_row,
     step_with_l1,
     uniform_step_terms,
@@ -119,7 +119,7 @@ def test_the_kernels_row_step_with_l1_is_the_float64_step(l2):
     """_rowwise_step with l1 > 0 (row-wise AdaGrad, one learning rate: one α for the row, a float32 vector loop;
     with l2 = 0 the coordinates that pass 0 go on in the same loop) against step_with_l1, the float64 closed
     form per coordinate: the same to float32 rounding, and the same zeros."""
-    from mlnb.models._glm_kernels import _rowwise_step
+    from mlnb.models.logistic.kernels import _rowwise_step
 
     w, g, alpha, l1, l2, shrink, step = l1_row_problem(l2)
     W = w[None].copy()
@@ -137,7 +137,7 @@ def test_the_kernels_row_step_with_l1_is_the_float64_step(l2):
 def test_the_kernels_catch_up_with_l1_is_the_float64_flow(l2):
     """The catch-up of a row the steps skipped (g = 0) with l1 > 0 under row-wise AdaGrad with one learning rate:
     one soft threshold for the row, |w| → max(|w|·e^(−y) − l1·α·φ(y), 0), against the numpy step with g = 0."""
-    from mlnb.models._glm_kernels import _catch_up_row
+    from mlnb.models.logistic.kernels import _catch_up_row
 
     w, _, _, l1, l2, _, _ = l1_row_problem(l2)
     S, lrate, behind = np.full((1, 1), 0.04, dtype=np.float32), np.full(w.size, 0.1, dtype=np.float32), 0.5

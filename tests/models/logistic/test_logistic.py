@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression as SklearnLR
 
 from mlnb import LogisticRegression, MlnbError, NaiveBayes, progress
-from mlnb.models import logistic as logistic_module
+from mlnb.models.logistic import estimator as logistic_module
 from mlnb.models.logistic import average_states
 
 KERNELS = ["numba", "scipy"]
@@ -121,7 +121,7 @@ def test_nb_warm_start_starts_lower(small_corpus):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_huge_learning_rate_is_a_clear_error(small_corpus, kernel):
     with pytest.raises(MlnbError, match="overflowed .* lrate"):
-        LogisticRegression(updater="sgd", lrate=1e38, npasses=1, kernel=kernel, l2=0).fit(
+        LogisticRegression(updater="sgd", lrate=1e38, npasses=1, kernel=kernel, l2=0.0).fit(
             small_corpus.X_train * 1e3, small_corpus.Y_train)
 
 
@@ -141,7 +141,7 @@ def test_the_numba_steps_flag_an_overflow_in_any_row_they_update(small_corpus):
     rates = np.full(K, 0.1)
     rates[K // 2] = 1e38
     with pytest.raises(MlnbError, match="overflowed in pass 1"):  # l2 = 0: the unregularised step can overflow
-        LogisticRegression(updater="sgd", lrate=rates, npasses=1, l2=0).fit(small_corpus.X_train * 1e3,
+        LogisticRegression(updater="sgd", lrate=rates, npasses=1, l2=0.0).fit(small_corpus.X_train * 1e3,
                                                                             small_corpus.Y_train)
     fitted = LogisticRegression(updater="sgd", lrate=0.1, npasses=2).fit(small_corpus.X_train, small_corpus.Y_train)
     assert np.isfinite(fitted.weights_).all() and not fitted._training.kernel.weights_overflowed(fitted.weights_)
@@ -161,7 +161,7 @@ def test_an_unpickled_kernel_has_a_flag_per_thread_and_keeps_a_raised_one(small_
 
 
 def test_exponent_bits_find_exactly_the_non_finite_values():
-    from mlnb.models._glm_kernels import _exponent_max, _EXPONENT
+    from mlnb.models.logistic.kernels import _exponent_max, _EXPONENT
 
     big = np.finfo(np.float32).max
     rows = np.array([[0.0, 1.0, -big, big, 1e-45], [0.0, np.inf, 0.0, 0.0, 0.0], [-np.inf, 0.0, 0.0, 0.0, 0.0],
@@ -500,9 +500,9 @@ def test_same_results_for_one_and_two_numba_threads():
     script = textwrap.dedent("""
         import hashlib, sys, numba, numpy as np
         from mlnb.data.synthetic import make_rcv1_like
-        from mlnb.models import _glm_kernels
+        from mlnb.models.logistic import kernels as glm_kernels
         from mlnb.models.logistic import LogisticRegression
-        _glm_kernels.ThreadPolicy.choose = lambda self, work, available: available  # no fallback to 1
+        glm_kernels.ThreadPolicy.choose = lambda self, work, available: available  # no fallback to 1
         data = make_rcv1_like(n_documents=int(sys.argv[1]), n_features=1000, n_categories=20, seed=7)
         fits = [LogisticRegression(npasses=2, batch_size=300, l1=1e-6).fit(data.X_train, data.Y_train),
                 LogisticRegression(npasses=2, batch_size=300, task="multiclass").fit(

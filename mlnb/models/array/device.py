@@ -1,11 +1,11 @@
-r"""Where the array engine runs: the namespace pair (xp, xsp), picked once per engine.
+r"""Where the array code runs: the namespace pair (xp, xsp), picked once per device.
 
     device          xp      xsp                   what it is for
-    "gpu"           cupy    cupyx.scipy.sparse    the GPU engine (``pip install 'mlnb[gpu]'``)
+    "gpu"           cupy    cupyx.scipy.sparse    the GPU code (``pip install 'mlnb[gpu]'``)
     "array-numpy"   numpy   scipy.sparse          the same code on the CPU: tests and CI compare it
-                                                  with the numba engine; never faster than it
+                                                  with the numba kernels; never faster than it
 
-Every function of the engine is written once against ``xp`` (numpy's array API, which CuPy
+Every function of the array code is written once against ``xp`` (numpy's array API, which CuPy
 mirrors) and ``xsp`` (scipy.sparse's CSR products, which cupyx mirrors); nothing else differs.
 CuPy is imported here, and only when a study names ``engine.device = "gpu"``: importing mlnb
 or running a CPU study never imports it (a test checks).
@@ -22,13 +22,13 @@ import scipy.sparse as sp
 
 from mlnb.errors import MlnbError
 
-#: ``[engine] device``: the numba engine on the CPU's cores, the array engine on a GPU, or the array
-#: engine on numpy (the GPU's code on the CPU, for tests)
+#: ``[engine] device``: the numba kernels on the CPU's cores, the array code on a GPU, or the array
+#: code on numpy (the GPU's code on the CPU, for tests)
 DEVICES = ("cpu", "gpu", "array-numpy")
 
 
 def gpu_problem() -> str | None:
-    """Why the GPU engine cannot run here, in a few words; None when CuPy sees a GPU."""
+    """Why the GPU code cannot run here, in a few words; None when CuPy sees a GPU."""
     try:
         cupy = importlib.import_module("cupy")
     except ImportError:
@@ -44,7 +44,7 @@ def gpu_problem() -> str | None:
 
 @dataclass(frozen=True)
 class ArrayNamespace:
-    """The array library (xp) and its sparse module (xsp) the engine runs on."""
+    """The array library (xp) and its sparse module (xsp) the array code runs on."""
 
     name: str  # "gpu" or "array-numpy"
     xp: ModuleType
@@ -87,7 +87,7 @@ class ArrayNamespace:
     def transposed_product(self, X, D):
         """Xᵀ·D (V × K) of a CSR X (n × V) and a dense D (n × K): on a GPU, cuSPARSE's product with X
         transposed in place (``transposed``). Its sums are not bit-reproducible from run to run: it adds
-        with atomics (forming Xᵀ first, csr2csc, does too: experiments/gpu_machine.sh), so the GPU engine
+        with atomics (forming Xᵀ first, csr2csc, does too: experiments/gpu_machine.sh), so the GPU code
         is deterministic to round-off only (a CSR × dense kernel of our own, summing each row in order,
         would make it bit for bit)."""
         if not self.on_gpu:
@@ -125,11 +125,11 @@ def _marked(M, canonical: bool):
 
 def namespace(device: str) -> ArrayNamespace:
     """The namespace pair of ``device`` ("gpu" or "array-numpy"); one MlnbError line where the GPU
-    engine cannot run."""
+    code cannot run."""
     if device == "array-numpy":
         return ArrayNamespace(device, np, sp)
     if device != "gpu":
-        raise MlnbError(f"engine.device = {device!r}: the array engine runs on 'gpu' or 'array-numpy'")
+        raise MlnbError(f"engine.device = {device!r}: the array code runs on 'gpu' or 'array-numpy'")
     problem = gpu_problem()
     if problem:
         raise MlnbError(f"engine.device = 'gpu': {problem}; use engine.device = 'cpu'")

@@ -1,4 +1,4 @@
-r"""Naive Bayes on the array engine: one count product, then each event model's formula as array code.
+r"""Naive Bayes on a device: one count product, then each event model's formula as array code.
 
 Counting (``count``) is the product of ``mlnb.models._counting``'s scipy reference, formed in W's
 layout (V × K), so that the formulas write W without a transpose:
@@ -21,12 +21,12 @@ the estimator computes them. Per formula (F̄ = total − F, floored at 0 for co
     bernoulli     r = (F + α)(N̄ − F̄ + α) / ((N − F + α)(F̄ + α))
                   b = prior + Σ_w log[(N − F + α)(N̄ + 2α) / ((N + 2α)(N̄ − F̄ + α))]
 
-Which event models the engine takes is asked of their records (``event_model.EventModel``), never
+Which event models the device takes is asked of their records (``event_model.EventModel``), never
 their names: a model with sums of squares, column statistics or a design of its own (Gaussian,
-mixed) is not an array-engine model; a count model without a formula here (or multiclass, whose
+mixed) is not a device model; a count model without a formula here (or multiclass, whose
 joint log-likelihoods the estimator also keeps in float64) is counted on the device and turned into
 weights by its own module on the host (``host_weights``), so that a new count event model runs
-on the array engine with no line added here.
+on a device with no line added here.
 """
 
 from __future__ import annotations
@@ -36,7 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from mlnb.engine.array.device import ArrayNamespace, canonical
+from mlnb.data.validate import check_labels
+from mlnb.errors import MlnbError
+from mlnb.models._linear import as_csr_float32
+from mlnb.models.array.device import ArrayNamespace, canonical
+from mlnb.models.array.model import ArrayModel
 from mlnb.models.naive_bayes import bernoulli, complement, multinomial, poisson
 from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.naive_bayes.event_model import REGISTERED, EventModel, Parameters
@@ -201,7 +205,7 @@ def formula(record: EventModel):
 
 
 def counts_on_device(record: EventModel) -> bool:
-    """Whether the engine can count for this event model: F, t, N, n suffice (no sums of squares,
+    """Whether the device can count for this event model: F, t, N, n suffice (no sums of squares,
     column statistics or design of its own)."""
     return not (record.squares or record.column_stats or record.design is not None)
 
@@ -209,6 +213,12 @@ def counts_on_device(record: EventModel) -> bool:
 def record_of(estimator) -> EventModel:
     """The registered record of a NaiveBayes estimator's event model."""
     return REGISTERED.named(estimator.event_model, "event_model")
+
+
+def takes(estimator) -> bool:
+    """Whether the device fits ``estimator`` (a ``NaiveBayes``): its event model counts F, t, N, n only
+    (``counts_on_device``)."""
+    return counts_on_device(record_of(estimator))
 
 
 @dataclass(eq=False)
@@ -225,11 +235,11 @@ class NaiveBayesFit:
 
 def fit(ns: ArrayNamespace, estimator, X: sp.csr_matrix, Y: sp.csr_matrix, task: str) -> NaiveBayesFit:
     """Count X (n × V, host CSR float32, checked) and Y (n × K, host CSR 0/1) on the device and turn the
-    counts into W and b (``fit_on_device``)."""
-    return fit_on_device(ns, estimator, ns.csr(X, np.float32), ns.csr(Y, np.float32), task)
+    counts into W and b (``fit_device_arrays``)."""
+    return fit_device_arrays(ns, estimator, ns.csr(X, np.float32), ns.csr(Y, np.float32), task)
 
 
-def fit_on_device(ns: ArrayNamespace, estimator, X, Y, task: str) -> NaiveBayesFit:
+def fit_device_arrays(ns: ArrayNamespace, estimator, X, Y, task: str) -> NaiveBayesFit:
     """``fit`` of X and Y already on the device (device CSR): the event model's array formula
     (multilabel), else its own module on the host (``host_weights``)."""
     record = record_of(estimator)
@@ -267,3 +277,26 @@ def host_weights(ns: ArrayNamespace, estimator, counts: DeviceCounts):
     estimator.counts_ = counts.to_host(ns)
     W, b = estimator.weights_, estimator.bias_
     return ns.asarray(W), np.asarray(b, dtype=np.float32), np.asarray(estimator.untrainable_categories_)
+
+
+def fit_on_device(device, estimator, X, Y, task: str, arguments: dict) -> ArrayModel | None:
+    """The kind's ``fit_on_device`` (``ModelKind``): ``estimator`` fitted on X (n × V) and Y (n × K 0/1) on
+    ``device`` (an ``mlnb.models.array.fitting.ArrayDevice``), an ``ArrayModel`` whose ``counts_`` (and the
+    CPU estimator's W and b, if asked for) come from the device's counts; None where the event model does not
+    count on the device (``takes``: the CPU fits it). ``arguments`` (no ``fit`` keyword of Naive Bayes) are
+    not read."""
+    if not takes(estimator):
+        return None
+    record = record_of(estimator)
+    X = as_csr_float32(X, non_negative=record.non_negative)
+    Y = check_labels(Y, "Y", n_documents=X.shape[0])
+    if Y.shape[1] == 0 or X.shape[0] == 0:
+        raise MlnbError(f"X {X.shape} and Y {Y.shape}: fitting needs a document and a category")
+    fitted = fit(device.ns, estimator, X, Y, task)
+
+    def finish():  # the CPU estimator's counts_ (its W and b, if asked, from its own formula)
+        if "counts_" not in estimator.__dict__:
+            estimator.counts_ = fitted.counts.to_host(device.ns)
+
+    return ArrayModel(device, estimator, fitted.W, fitted.b, fitted.presence, record.non_negative,
+                      fitted.untrainable, finish)

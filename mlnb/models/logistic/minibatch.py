@@ -1,4 +1,4 @@
-r"""The parts of the minibatch engine around its step kernel, split the way BIDMach splits a learner.
+r"""The parts of the minibatch solver around its step kernel, split the way BIDMach splits a learner.
 
 * Minibatch sources — where the minibatches (X_B, Y_B) of one pass come from:
 
@@ -12,7 +12,7 @@ r"""The parts of the minibatch engine around its step kernel, split the way BIDM
     a short remainder being carried over to the front of the next buffer's first minibatch.
 
   A minibatch is X_B CSR float32 with sorted int32 indices and Y_B CSR int8, what the kernels of
-  ``_glm_kernels`` take; only one buffer (plus one minibatch) is in memory at a time.
+  ``kernels`` take; only one buffer (plus one minibatch) is in memory at a time.
 
   What shuffling within a buffer changes. A global permutation makes every minibatch a uniform
   sample of the whole corpus, so consecutive gradients are unbiased and independent; a buffer
@@ -264,7 +264,7 @@ class Updater:
                                      α_jk = lrate_k · t^(vexp−texp) / (S_j^vexp + ε)
         sgd:                         α = lrate · t^(−texp)
         W ← the exact solution after a time α of dw/ds = −g − l2·w − l1·sign(w), g held fixed
-          = e^(−l2·α)·W − α·φ(l2·α)·g,  φ(y) = (1 − e^(−y))/y           (l1 = 0; ``_regularisation``)
+          = e^(−l2·α)·W − α·φ(l2·α)·g,  φ(y) = (1 − e^(−y))/y           (l1 = 0; ``regularisation``)
 
     and the same for b with g_b and S_b (b is not regularised: b ← b − α_b·g_b). This is AdaGrad's
     composite mirror-descent form (Duchi, Hazan & Singer 2011, JMLR 12, §5): S sums the loss's
@@ -307,13 +307,18 @@ class Updater:
         self.adagrad = rule in ("adagrad", "rowwise_adagrad")  # the sums S and the step α = c·τ_t with c from S
         self.rowwise = rule == "rowwise_adagrad"  # one sum per row of W: S is V × 1
         self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
-        self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
+        self._hyperparameters(texp, vexp, epsilon, l1, l2)
         # sgd never reads S: an empty placeholder instead of V × K zeros
         self.S = np.zeros(sums_shape(rule, n_features, n_categories) or (0, n_categories), dtype=np.float32)
         self.Sb = np.zeros(n_categories, dtype=np.float32)
         self.t = 0
         self.T = 0.0  # Σ_{s ≤ t} τ_s
         self.T_last = np.zeros(n_features, dtype=np.float64)  # (V,) the T each row is regularised up to
+
+    def _hyperparameters(self, texp, vexp, epsilon, l1, l2) -> None:
+        """Held as floats whatever the caller passed (``l2=0`` from Python is an int), so that every call
+        reaches the one compiled specialisation of the kernels (``mlnb._kernel_signatures``)."""
+        self.texp, self.vexp, self.epsilon, self.l1, self.l2 = map(float, (texp, vexp, epsilon, l1, l2))
 
     @property
     def regularised(self) -> bool:
@@ -336,7 +341,7 @@ class Updater:
         every row up to now (the kernel's ``flush``, as ``LogisticRegression`` does), so that the new
         l1, l2 and step sizes apply from here on only."""
         self.lrate = np.ascontiguousarray(lrate, dtype=np.float32)  # (K,)
-        self.texp, self.vexp, self.epsilon, self.l1, self.l2 = texp, vexp, epsilon, l1, l2
+        self._hyperparameters(texp, vexp, epsilon, l1, l2)
 
     def get_state(self) -> dict:
         """{"S": copy of S (None with sgd), "Sb": copy of S_b, "t": t, "T": T, "T_last": copy of T_last}."""

@@ -20,7 +20,7 @@ Step on minibatch B (m documents; t = step number from 1; lrate per category):
     adagrad:  S += G²;  α = lrate · t^(vexp−texp) / (S^vexp + ε)
     rowwise:  S_j += mean_k G_jk²;  α_jk = lrate_k · t^(vexp−texp) / (S_j^vexp + ε)    (S is V × 1)
     sgd:                α = lrate · t^(−texp)
-    W ← the regularised step (``_regularisation``): e^(−l2·α)·W − α·φ(l2·α)·G when l1 = 0
+    W ← the regularised step (``regularisation``): e^(−l2·α)·W − α·φ(l2·α)·G when l1 = 0
 
 With texp = vexp = ½ the adagrad step is the classic lrate · G / (√ΣG² + ε). A row of W that B does
 not touch takes the step with G = 0, lazily: ``minibatch.Updater`` keeps how far each row is behind,
@@ -98,7 +98,7 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp, softmax
 
 from mlnb._kernels.jit import HAVE_NUMBA, IEEE, njit, prange
-from mlnb.models._regularisation import regularised_step
+from mlnb.models.logistic.regularisation import regularised_step
 
 #: the links a kernel can take: sigmoid for multilabel, softmax for multiclass
 LINKS = ("sigmoid", "softmax")
@@ -309,7 +309,7 @@ if HAVE_NUMBA:
     from mlnb._kernels.atomic import exchange as _exchange
     from mlnb._kernels.prefetch import prefetch as _prefetch
     from mlnb.models._float32_math import exp_nonpositive, log1p_unit
-    from mlnb.models._regularisation import (LINEAR_BELOW, regularised_row, step_with_l1, uniform_step_terms,
+    from mlnb.models.logistic.regularisation import (LINEAR_BELOW, regularised_row, step_with_l1, uniform_step_terms,
                                              uniform_step_terms_lanes)
 
     @njit(cache=True)
@@ -606,7 +606,7 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _rowwise_step(W, g, j, alpha, shrink, step, l1, l2, factor, onward):
-        """The second half: W_j ← W_j − α·g (l1 = l2 = 0), else ``_regularisation``'s step with one
+        """The second half: W_j ← W_j − α·g (l1 = l2 = 0), else ``regularisation``'s step with one
         α, W_j ← e^(−y)·(f_j·W_j) − α·φ(y)·g with l1 = 0, y = l2·α, shrink = e^(−y) and step = α·φ(y)
         (``uniform_step_terms``, computed for a block's rows at once), f_j = factor[j] the row's catch-up that
         region 1 computed (then reset to 1; 1 without ``factor``); with l1 > 0 ``_rowwise_step_l1`` (``onward``:
@@ -630,7 +630,7 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
     def _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward):
-        """``_regularisation``'s step with l1 > 0 for a row with one α (shrink = e^(−y), step = α·φ(y),
+        """``regularisation``'s step with l1 > 0 for a row with one α (shrink = e^(−y), step = α·φ(y),
         y = l2·α; not read when l2 = 0), in a vector loop: on the side σ of w (from w = 0, the side −sign(g) when |g| > l1; else σ = 0),
         r = |w| moves to r·e^(−y) − (σ·g + l1)·α·φ(y); where that passes 0, w stops at 0 when |g| ≤ l1, and
         otherwise goes on to the other side: with l2 = 0 for the rest of the step, α − r/c, in the same loop;
@@ -674,7 +674,7 @@ if HAVE_NUMBA:
     def _update_row(W, S, g, alpha, j, lrate, tau, adagrad, rowwise, square_root, vexp, eps, l1, l2, R):
         """g = (R_j ∘) g; adagrad: S_j += g², α = lrate·τ/(S_j^vexp + ε); rowwise: S_j += mean_k g_k² (S is
         V × 1), α_k = lrate_k·(τ/(S_j^vexp + ε)); sgd: α = lrate·τ; α into ``alpha``; then W_j ← W_j − α·g, or
-        the regularised step of ``_regularisation`` (l1 or l2 > 0), coordinate by coordinate. Not the default
+        the regularised step of ``regularisation`` (l1 or l2 > 0), coordinate by coordinate. Not the default
         rule (row-wise with one learning rate): region 2 steps its rows by ``_rowwise_alpha`` and
         ``_rowwise_step``. A coordinate whose gradients have all been 0 (S = 0) takes no step: AdaGrad has no
         step size for it yet.
@@ -712,7 +712,7 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _catch_up_row(W, S, j, lrate, lrate_max, adagrad, rowwise, uniform, square_root, vexp, eps, l1, l2, behind, u):
-        """W_j ← the regularised step with G = 0 and α = c_j·behind (``_regularisation``), c_jk =
+        """W_j ← the regularised step with G = 0 and α = c_j·behind (``regularisation``), c_jk =
         lrate_k/(S_jk^vexp + ε) (0 while S_jk = 0; sgd: lrate_k). The default (AdaGrad with √, l1 = 0) in one loop:
         W_jk ·= e^(−l2·α_jk), as 1 − l2·α_jk when the row's largest l2·α (from its smallest S) is below
         ``LINEAR_BELOW`` (exact to float32 rounding), else by exp; rowwise with ``uniform`` learning rates:

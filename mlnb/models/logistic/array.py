@@ -1,28 +1,28 @@
-r"""Logistic regression's minibatch passes on the array engine: the CPU engine's steps, dense.
+r"""Logistic regression's minibatch passes on a device: the CPU estimator's steps, dense.
 
 The same documents in the same minibatches as ``LogisticRegression.fit`` (the permutation of
 every pass drawn from the same seeded generator, cut into the same slices), the same start (W = 0
 or ``coef_init``; b = the training priors or ``intercept_init``) and, for minibatch B at step t
-(``mlnb.models.minibatch.Updater``), the same update of every coordinate of W:
+(``mlnb.models.logistic.minibatch.Updater``), the same update of every coordinate of W:
 
     Z = X_B·W + b,   D = link(Z) − Y_B                              (m × K)
     G = X_Bᵀ·D / m                                                  (V × K: 0 on the rows B misses)
     adagrad:  S += G²,   α = lrate·τ_t / (S^vexp + ε),   τ_t = t^(vexp − texp)
     sgd:                 α = lrate·τ_t,                  τ_t = t^(−texp)
-    W ← w after a time α of dw/ds = −g − l2·w − l1·sign(w)     (``mlnb.models._regularisation``)
+    W ← w after a time α of dw/ds = −g − l2·w − l1·sign(w)     (``mlnb.models.logistic.regularisation``)
       = e^(−l2·α)·W − α·φ(l2·α)·G,  φ(y) = (1 − e^(−y))/y       (l1 = 0, the default)
     b ← b − lrate·τ_t·g_b / (S_b^vexp + ε)   (S_b += g_b²;  sgd: b − lrate·τ_t·g_b),  g_b = 1ᵀ·D / m
 
-The CPU engine applies the step lazily: a row the minibatch does not touch has G = 0 and a
+The CPU estimator applies the step lazily: a row the minibatch does not touch has G = 0 and a
 constant S, so its α is c·τ_t at every step it misses, the step is then the penalty's own flow,
 and flows compose: the missed steps are one step for the time c·Σ τ, taken just before the row is
 next read (and at the end of every pass). Here every row is updated at every step — the dense
 form the lazy rule is exact for — because a GPU sweeps W (V × K) at memory bandwidth, while
 gathering the touched rows and their catch-up would cost more. The two agree to float32
-round-off, as the CPU engine's two kernels (scipy and numba) agree with each other.
+round-off, as the CPU estimator's two kernels (scipy and numba) agree with each other.
 
 The loss of each minibatch (before its update) is summed on the device; the per-pass checks
-(overflow, divergence) and the history are the CPU engine's. On a GPU the passes are the same to
+(overflow, divergence) and the history are the CPU estimator's. On a GPU the passes are the same to
 round-off, not bit for bit, from run to run (``ArrayNamespace.transposed_product``).
 """
 
@@ -33,22 +33,23 @@ import time
 import numpy as np
 
 from mlnb import progress
-from mlnb.engine.array.device import canonical
-from mlnb.engine.array.model import ArrayModel
 from mlnb.errors import MlnbError
 from mlnb.models._linear import as_csr_float32, as_label_matrix, as_one_hot, prior_log_odds
-from mlnb.models.logistic import (DIVERGENCE_FACTOR, LINKS, LogisticRegression, _format_pass, _prior_loss,
-                                  lrate_too_large)
-from mlnb.models.minibatch import UPDATERS, sums_shape
+from mlnb.models.array.device import canonical
+from mlnb.models.array.model import ArrayModel
+from mlnb.models.logistic.minibatch import UPDATERS, sums_shape
+from mlnb.models.logistic.options import LINKS
+from mlnb.models.logistic.passes import DIVERGENCE_FACTOR, format_pass, lrate_too_large, prior_loss
 
 
-def supports(estimator: LogisticRegression, arguments: dict) -> bool:
-    """The minibatch engine (not L-BFGS), without NB-LR's scale or a held-out monitor."""
+def takes(estimator, arguments: dict) -> bool:
+    """Whether these passes fit ``estimator`` (a ``LogisticRegression``) with these ``fit`` keywords: the
+    minibatch solver (not L-BFGS or SVRG), without NB-LR's scale or a held-out monitor."""
     return (estimator.solver == "minibatch" and estimator.updater in UPDATERS and estimator.task in LINKS
             and arguments.get("scale") is None and arguments.get("eval_set") is None)
 
 
-def _lrate(estimator: LogisticRegression, K: int) -> np.ndarray:
+def _lrate(estimator, K: int) -> np.ndarray:
     """(K,) float32 learning rates, as ``LogisticRegression._check_params`` reads them."""
     lrate = np.asarray(estimator.lrate, dtype=np.float64)
     lrate = np.broadcast_to(lrate, (K,)) if lrate.ndim == 0 else lrate
@@ -80,7 +81,7 @@ def phi(xp, y):
 
 
 def regularised_step(xp, W, G, alpha, l1: float, l2: float):
-    """``mlnb.models._regularisation.regularised_step`` for every coordinate at once: W after a time α
+    """``mlnb.models.logistic.regularisation.regularised_step`` for every coordinate at once: W after a time α
     of dw/ds = −g − l2·w − l1·sign(w) (g fixed), float32; W, G (and α when it is an array of W's
     shape) are overwritten.
 
@@ -157,7 +158,7 @@ class DenseTraining:
     """W (V × K), b (K,), S (V × K with adagrad, V × 1 with rowwise_adagrad), S_b (K,) and the step count t,
     on the device."""
 
-    def __init__(self, ns, estimator: LogisticRegression, V: int, K: int, W0, b0):
+    def __init__(self, ns, estimator, V: int, K: int, W0, b0):
         xp = self.xp = ns.xp
         self.ns = ns
         self.adagrad = estimator.updater in ("adagrad", "rowwise_adagrad")
@@ -257,9 +258,13 @@ def one_pass(training: DenseTraining, X, Y, order: np.ndarray, batch: int, link:
     return loss, first
 
 
-def fit(engine, estimator: LogisticRegression, X, Y, arguments: dict):
-    """``estimator.fit(X, Y, **arguments)`` on the device: an ``ArrayModel`` (see ``fitting``)."""
-    ns = engine.ns
+def fit_on_device(device, estimator, X, Y, task: str, arguments: dict) -> ArrayModel | None:
+    """The kind's ``fit_on_device`` (``ModelKind``): ``estimator.fit(X, Y, **arguments)`` on ``device`` (an
+    ``mlnb.models.array.fitting.ArrayDevice``), an ``ArrayModel``; None where these passes do not fit it
+    (``takes``: the CPU fits it). ``task`` is the estimator's own."""
+    if not takes(estimator, arguments):
+        return None
+    ns = device.ns
     xp = ns.xp
     link = LINKS[estimator.task]
     X = as_csr_float32(X)
@@ -294,7 +299,7 @@ def fit(engine, estimator: LogisticRegression, X, Y, arguments: dict):
         ns.synchronize()
         seconds = time.perf_counter() - started
         if reference is None:
-            reference = max(_prior_loss(N, n, link), start_loss)
+            reference = max(prior_loss(N, n, link), start_loss)
         if not finite:
             raise MlnbError(f"the weights overflowed in pass {epoch}: {lrate_too_large(estimator.lrate, X)}")
         if not loss / (n * units) <= DIVERGENCE_FACTOR * reference:
@@ -304,7 +309,7 @@ def fit(engine, estimator: LogisticRegression, X, Y, arguments: dict):
         record = {"pass": epoch, "train_loss": loss / (n * units), "seconds": seconds,
                   "docs_per_second": n / seconds, "gflops": 4.0 * X.nnz * K / seconds / 1e9}
         history.append(record)
-        progress.log(_format_pass(record, estimator.npasses) + f" ({ns.name})")
+        progress.log(format_pass(record, estimator.npasses) + f" ({ns.name})")
     untrainable = np.flatnonzero((N == 0) | (N == n))  # still fitted, but listed (as the CPU estimator lists them)
     model = None
 
@@ -313,5 +318,5 @@ def fit(engine, estimator: LogisticRegression, X, Y, arguments: dict):
         estimator.n_features_in_, estimator.history_ = V, history
         estimator.untrainable_categories_ = untrainable
 
-    model = ArrayModel(engine, estimator, training.W, ns.to_host(training.b), False, False, untrainable, finish)
+    model = ArrayModel(device, estimator, training.W, ns.to_host(training.b), False, False, untrainable, finish)
     return model

@@ -1,6 +1,6 @@
 r"""Logistic regression for every category at once by L-BFGS on the full gradient, summed chunk by chunk.
 
-The objective is the minibatch engine's (``logistic.py``), here minimised exactly. With
+The objective is the minibatch solver's (``estimator.py``), here minimised exactly. With
 Z = X·W + b (n × K), W (V × K), b (K,) not regularised:
 
     multilabel (sigmoid):  f(W, b) = (1/n) Σ_i Σ_k [softplus(z_ik) − y_ik·z_ik] + (l2/2)·‖W‖²

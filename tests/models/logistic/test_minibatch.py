@@ -1,4 +1,4 @@
-"""The minibatch engine's parts: sources, the one-minibatch step kernels, the updater, state averaging,
+"""The minibatch solver's parts: sources, the one-minibatch step kernels, the updater, state averaging,
 the thread policy."""
 
 from itertools import chain, pairwise
@@ -9,9 +9,9 @@ import pytest
 import scipy.sparse as sp
 
 from mlnb import MlnbError
-from mlnb.models import _glm_kernels, minibatch
-from mlnb.models._glm_kernels import KERNELS, ThreadPolicy, word_blocks
-from mlnb.models.minibatch import (
+from mlnb.models.logistic import kernels as glm_kernels, minibatch
+from mlnb.models.logistic.kernels import KERNELS, ThreadPolicy, word_blocks
+from mlnb.models.logistic.minibatch import (
     ChunkStreamSource,
     InMemorySource,
     Updater,
@@ -227,7 +227,7 @@ def test_numba_buffers_grow_for_a_larger_minibatch():
     reference = KERNELS["scipy"](40, 5, "sigmoid")
     W_n, W_s = np.zeros((40, 5), np.float32), np.zeros((40, 5), np.float32)
     b_n, b_s = np.zeros(5, np.float32), np.zeros(5, np.float32)
-    u_n, u_s = (Updater("adagrad", np.full(5, 0.3, np.float32), 0.5, 0.5, 1e-8, 0, 1e-4, 40, 5) for _ in range(2))
+    u_n, u_s = (Updater("adagrad", np.full(5, 0.3, np.float32), 0.5, 0.5, 1e-8, 0.0, 1e-4, 40, 5) for _ in range(2))
     for rows in (slice(0, 3), slice(3, 90), slice(0, 10)):  # small, then larger than anything before
         kernel.step(X[rows], Y[rows], W_n, b_n, u_n)
         reference.step(X[rows], Y[rows], W_s, b_s, u_s)
@@ -383,8 +383,8 @@ def test_kernel_step_results_do_not_depend_on_who_claims_what(monkeypatch):
     X, Y = corpus(n=200, V=300, K=7)
     results = []
     for blocks, piece in ((1, 200), (4, 3), (32, 1)):
-        monkeypatch.setattr(_glm_kernels.NumbaKernel, "n_blocks", blocks)
-        monkeypatch.setattr(_glm_kernels.NumbaKernel, "docs_per_piece", piece)
+        monkeypatch.setattr(glm_kernels.NumbaKernel, "n_blocks", blocks)
+        monkeypatch.setattr(glm_kernels.NumbaKernel, "docs_per_piece", piece)
         W, b = np.zeros((300, 7), np.float32), np.zeros(7, np.float32)
         updater = Updater("adagrad", np.full(7, 0.3, np.float32), 0.5, 0.5, 1e-8, 1e-5, 1e-4, 300, 7)
         kernel = KERNELS["numba"](300, 7, "sigmoid")
@@ -408,15 +408,15 @@ def test_row_wise_catch_up_factors_are_applied_once_and_reset_after_an_interrupt
         # minibatches of 5 documents: a word (in 20 % of documents) is missing from one a third of the time
         for step, rows in enumerate((slice(0, 5), slice(5, 10), slice(10, 15), slice(15, 25), slice(25, 30))):
             if step == interrupt_at:
-                words = _glm_kernels._words_region
+                words = glm_kernels._words_region
 
                 def interrupted(*args):
                     raise KeyboardInterrupt
 
-                monkeypatch.setattr(_glm_kernels, "_words_region", interrupted)
+                monkeypatch.setattr(glm_kernels, "_words_region", interrupted)
                 with pytest.raises(KeyboardInterrupt):
                     kernel.step(X[rows], Y[rows], W, b, updater)
-                monkeypatch.setattr(_glm_kernels, "_words_region", words)
+                monkeypatch.setattr(glm_kernels, "_words_region", words)
                 assert np.all(kernel.factor == 1)  # reset: nothing of the step was applied
                 updater.t -= 1  # the interrupted step's schedule is undone by hand, as a caller restoring state
                 updater.T = updater.T - updater.tau(updater.t + 1)
@@ -439,7 +439,7 @@ def test_bias_gradient_is_numpys_column_mean_bit_for_bit(m, K):
     with it is numpy's (K = 1 keeps numpy's pairwise mean)."""
     scales = 10.0 ** np.arange(-3, 4)[np.arange(K) % 7]  # columns from 1e-3 to 1e3
     D = (np.random.default_rng(m).standard_normal((m, K)) * scales).astype(np.float32)
-    np.testing.assert_array_equal(_glm_kernels._column_means(D).view(np.int32), D.mean(axis=0).view(np.int32))
+    np.testing.assert_array_equal(glm_kernels._column_means(D).view(np.int32), D.mean(axis=0).view(np.int32))
 
 
 @pytest.mark.parametrize("K", [2, 103])
@@ -454,7 +454,7 @@ def test_the_compiled_bias_step_is_numpys_bit_for_bit(K):
         D = (rng.normal(size=(50, K)) * rng.uniform(0, 2, K)).astype(np.float32)
         D[:, 0] = 0  # a category without gradient: S_b stays 0, b does not move
         tau = float(t) ** -0.25
-        _glm_kernels._update_bias(b, Sb, D, lrate, tau, True, 0.5, 1e-8)
+        glm_kernels._update_bias(b, Sb, D, lrate, tau, True, 0.5, 1e-8)
         gb = D.mean(axis=0)
         Sb_np += gb * gb
         with np.errstate(divide="ignore", invalid="ignore"):

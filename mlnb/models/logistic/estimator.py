@@ -20,7 +20,7 @@ and, for every coordinate of W (t counts minibatches from 1; lrate may be one va
     W ← the exact solution after a time α of  dw/ds = −G − l2·w − l1·sign(w)   (G held fixed)
       = e^(−l2·α)·W − α·φ(l2·α)·G,   φ(y) = (1 − e^(−y))/y                 (l1 = 0)
 
-(``_regularisation.py``; b ← b − α_b·g_b). With texp = vexp = ½ (the defaults) α = lrate/(√S + ε), the
+(``regularisation.py``; b ← b − α_b·g_b). With texp = vexp = ½ (the defaults) α = lrate/(√S + ε), the
 classic AdaGrad step; rowwise_adagrad shares one step size among a word's K categories (row-wise
 AdaGrad, as for embedding tables), so a row's step and its catch-up below cost one square root and
 one exponential instead of K. The step's fixed points are exactly F's optima, for any α. A row of W that the
@@ -44,7 +44,7 @@ which minimises the mean cross-entropy (multinomial logistic regression)
 
 The learner is split the way BIDMach splits one: a minibatch source (``minibatch.py``:
 rows of an in-memory matrix, or chunks of a stream shuffled within a buffer), a step kernel
-that takes one minibatch (X_B, Y_B) (``_glm_kernels``: a scipy reference and a numba kernel
+that takes one minibatch (X_B, Y_B) (``kernels``: a scipy reference and a numba kernel
 that compute the same thing), and an updater holding the AdaGrad/SGD state. So besides
 ``fit`` the estimator has
 
@@ -59,7 +59,7 @@ that compute the same thing), and an updater holding the AdaGrad/SGD state. So b
 
 With ``solver = "lbfgs"`` the same objective is minimised exactly instead, by L-BFGS on the full
 gradient (OWL-QN when l1 > 0; ``lbfgs.py``): a sum over documents, over row blocks in memory or over
-the chunks of a stream (``StreamTrainer.sum_over_chunks``, here or on Dask), so every engine reaches
+the chunks of a stream (``StreamTrainer.sum_over_chunks``, here or on Dask), so every way of reading the data reaches
 the same optimum — scikit-learn's ``LogisticRegression`` per category (multinomial in multiclass)
 at C = 1/(n·(l1 + l2)) and l1_ratio = l1/(l1 + l2) (with l1 = 0: C = 1/(n·l2)). The minibatch
 options (updater, lrate, batch_size, npasses, texp, vexp, epsilon, shuffle, kernel) do not apply to
@@ -78,7 +78,6 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
@@ -86,10 +85,8 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from mlnb import progress, timings
-from mlnb._kernels.csr import column_counts, value_bounds
+from mlnb._kernels.csr import column_counts
 from mlnb.errors import MlnbError
-from mlnb.models._glm_kernels import HAVE_NUMBA, KERNELS
-from mlnb.models import lbfgs, svrg
 from mlnb.models._linear import (
     LinearMultilabelModel,
     as_csr_float32,
@@ -98,154 +95,15 @@ from mlnb.models._linear import (
     check_labels,
     prior_log_odds,
 )
-from mlnb.models.minibatch import (
-    UPDATERS,
-    ChunkStreamSource,
-    InMemorySource,
-    Updater,
-    average_states,
-)
-from mlnb.models.registry import ModelKind
-from mlnb.options import option
-
-__all__ = ["DIVERGENCE_FACTOR", "LogisticRegression", "average_states"]
-
-#: each task's link: K independent sigmoids, or one softmax over K classes
-LINKS = {"multilabel": "sigmoid", "multiclass": "softmax"}
-#: minibatch: AdaGrad/SGD passes (the engine above); lbfgs: L-BFGS on the full gradient (``lbfgs.py``);
-#: svrg: variance-reduced minibatch steps to the optimum (``svrg.py``)
-SOLVERS = ("minibatch", "lbfgs", "svrg")
-#: the solvers that minimise F to a tolerance, from full passes (they share max_iter and tol)
-TO_OPTIMUM = ("lbfgs", "svrg")
-#: bounds of the options that multiply a fit's passes or memory (mlnb.budget estimates what is left within them)
-MAX_SOLVER_ITERATIONS = 100_000
-MAX_INNER_PASSES = 1_000
-MAX_LBFGS_MEMORY = 1_000
-#: svrg_step < this: the step c = η/(h + v/(m·h)) contracts along one coordinate iff η < 2 (``svrg.py``)
-MAX_SVRG_STEP = 2.0
-
-
-@dataclass
-class EngineOptions:
-    """The minibatch engine's options (shared by ``logistic`` and ``nb_logistic``)."""
-
-    updater: str = option("rowwise_adagrad", "update rule: AdaGrad with one step size per word (rowwise_adagrad), "
-                          "per coordinate of W (adagrad), or SGD", choices=UPDATERS)
-    lrate: float = option(0.1, "learning rate", min=0, exclusive_min=True)
-    lrate_per_category: list[float] = option([], "one learning rate per category (overrides lrate)",
-                                             min=0, exclusive_min=True)
-    batch_size: int = option(1000, "documents per minibatch", min=1)
-    npasses: int = option(2, "passes over the training data", min=1)
-    l1: float = option(0.0, "L1 regularisation", min=0)
-    l2: float = option(1e-4, "L2 regularisation (as scikit-learn's SGD alpha default)", min=0)
-    texp: float = option(0.5, "step scale t^(-texp) over minibatches t", min=0)
-    vexp: float = option(0.5, "AdaGrad divides by (mean squared gradient)^vexp", min=0)
-    epsilon: float = option(1e-8, "added to the AdaGrad denominator", min=0)
-    shuffle: bool = option(True, "new random document order every pass")
-    kernel: str = option("numba", "minibatch kernel, two-core numba or scipy reference",
-                         choices=("numba", "scipy"))
-    monitor: bool = option(False, "report the held-out log loss after every pass "
-                           "(display only, never used to choose anything)")
-
-
-@dataclass
-class LogisticOptions(EngineOptions):
-    init_from: str = option("", "name of another model of the study (e.g. a naive_bayes one) whose W and b "
-                            "start training; empty = W = 0, b = each category's training log-odds")
-    solver: str = option("minibatch", "'minibatch': AdaGrad/SGD passes (the options above); 'lbfgs': L-BFGS on the "
-                         "full gradient (OWL-QN when l1 > 0), one pass per evaluation, to the exact optimum of "
-                         "(1/n) Σ loss + (l2/2)·‖W‖² + l1·‖W‖₁; 'svrg': variance-reduced minibatch steps "
-                         "(batch_size documents) to the same optimum", choices=SOLVERS)
-    max_iter: int = option(500, "solver = 'lbfgs': most L-BFGS iterations (each one or a few passes); 'svrg': most "
-                           "outer iterations (each 1 + svrg_inner_passes passes); at most 100000 (as npasses)",
-                           min=1, max=MAX_SOLVER_ITERATIONS)
-    tol: float = option(1e-6, "solver = 'lbfgs' or 'svrg': stop when every |∂F/∂θ| ≤ tol (scikit-learn's gtol; "
-                        "with l1, of the minimum-norm subgradient)", min=0,
-                        exclusive_min=True)
-    svrg_step: float = option(0.02, "solver = 'svrg': η, the step as a share of each coordinate's inverse curvature "
-                              "bound (halved whenever an outer iteration raises the objective); below 2, as a step "
-                              "of 2 or more overshoots the optimum along every coordinate alone", min=0,
-                              exclusive_min=True, max=MAX_SVRG_STEP, exclusive_max=True)
-    svrg_inner_passes: int = option(8, "solver = 'svrg': minibatch passes per full-gradient snapshot, at most 1000 "
-                                    "(the snapshot's correction goes stale long before)", min=1,
-                                    max=MAX_INNER_PASSES)
-    lbfgs_memory: int = option(10, "solver = 'lbfgs': (step, gradient change) pairs kept, 2·m·V·K float64 (in the "
-                               "memory estimate); more pairs, fewer iterations (passes); at most 1000 (each "
-                               "iteration's two-loop recursion costs 4·m·V·K, more than a pass long before)",
-                               min=1, max=MAX_LBFGS_MEMORY)
-
-
-_DEFAULTS = LogisticOptions()
-
-
-def least_passes(options: EngineOptions) -> tuple[int, str]:
-    """The passes over the training documents one fit makes at least, and the option that sets them: the
-    minibatch engine's npasses (always run in full); L-BFGS's first evaluation; SVRG's first outer
-    iteration, 1 + svrg_inner_passes (fewer only when the start already meets tol)."""
-    solver = getattr(options, "solver", "minibatch")
-    if solver == "svrg":
-        return 1 + options.svrg_inner_passes, f"svrg_inner_passes = {options.svrg_inner_passes}"
-    if solver == "lbfgs":
-        return 1, ""
-    return options.npasses, f"npasses = {options.npasses}"
-
-
-def _state_per_weight(options: LogisticOptions) -> tuple[float, str]:
-    """L-BFGS's m (step, gradient change) pairs: 2·m float64 per weight of W."""
-    if options.solver != "lbfgs":
-        return 0.0, ""
-    return 16.0 * options.lbfgs_memory, f"lbfgs_memory = {options.lbfgs_memory}"
-
-
-#: a pass whose mean training loss exceeds this many times the loss of the all-prior model (W = 0,
-#: b = the training log-odds; or of the warm start, if higher) has diverged. Healthy training stays
-#: within 2×; lrate 10, far too large but still learning, reaches ~70× in its first pass; lrate 1e9
-#: gives 10^7–10^9×. The loss grows about linearly with lrate, so this fires from lrate ~10^3–10^5.
-DIVERGENCE_FACTOR = 1e4
-
-#: a divergence with training feature values beyond this names their scale, not lrate alone: word counts and
-#: TF-IDF stay below it, and at the default lrate 0.1 training diverged with every value 1e7 but not 1e5
-LARGE_FEATURE = 1e3
+from mlnb.models.logistic import lbfgs, svrg
+from mlnb.models.logistic.kernels import HAVE_NUMBA, KERNELS
+from mlnb.models.logistic.minibatch import UPDATERS, ChunkStreamSource, InMemorySource, Updater
+from mlnb.models.logistic.options import (DEFAULTS, LINKS, MAX_INNER_PASSES, MAX_LBFGS_MEMORY, MAX_SOLVER_ITERATIONS,
+                                          MAX_SVRG_STEP, SOLVERS, TO_OPTIMUM)
+from mlnb.models.logistic.passes import DIVERGENCE_FACTOR, duration, format_pass, lrate_too_large, prior_loss
 
 #: seconds between two progress lines within a pass
 PROGRESS_SECONDS = 10.0
-
-
-def _prior_loss(counts, n: int, link: str) -> float:
-    """The mean training loss of W = 0 and b = the default start (the training log-odds), from the
-    category counts N_k (K,) of n documents alone: multilabel Σ_k N_k·softplus(−b_k) + (n − N_k)·softplus(b_k)
-    per document and category; multiclass logsumexp(b) − Σ_c N_c·b_c / n per document."""
-    N = np.asarray(counts, dtype=np.float64).ravel()  # (K,)
-    b = prior_log_odds(N, n, link)
-    if link == "softmax":
-        return float(logsumexp(b) - N @ b / n)
-    return float((N @ np.logaddexp(0.0, -b) + (n - N) @ np.logaddexp(0.0, b)) / (n * N.size))
-
-
-def lrate_too_large(lrate, X=None) -> str:
-    """What to change after a divergence: lrate, and the features' scale when the training features X (CSR,
-    if known) reach beyond ``LARGE_FEATURE``: an AdaGrad step moves each weight by about lrate, so a score
-    by about lrate·|x|, and features at their bound (1e15) diverge at any usual lrate."""
-    shown = lrate if np.ndim(lrate) else f"{lrate:g}"
-    largest = 0.0
-    if X is not None and X.nnz:
-        low, high = value_bounds(X.data)
-        largest = max(high, -low)
-    if largest > LARGE_FEATURE:
-        return (f"lrate {shown} is too large for feature values up to {largest:.3g} (a step moves a score by "
-                "about lrate × |x|): rescale the features (features.transform = 'binary' or 'log_tfidf') "
-                "or lower lrate")
-    return f"lrate {shown} is too large for these data; lower it"
-
-
-def _duration(seconds: float) -> str:
-    """42 s, 3 min 20 s, 2 h 05 min."""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:02.0f} min"
 
 
 class _Training:
@@ -290,7 +148,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     epsilon : float
         Added to the AdaGrad denominator.
     solver : {"minibatch", "lbfgs", "svrg"}
-        "minibatch": the AdaGrad/SGD engine (every option above). "lbfgs": L-BFGS on the full
+        "minibatch": the AdaGrad/SGD passes (every option above). "lbfgs": L-BFGS on the full
         gradient (OWL-QN when l1 > 0) to the exact optimum of (1/n) Σ_i loss_i + (l2/2)·‖W‖² +
         l1·‖W‖₁ (``lbfgs.py``; only l1, l2, max_iter, tol and lbfgs_memory apply). "svrg":
         variance-reduced minibatch steps of batch_size documents to the same optimum (``svrg.py``;
@@ -330,12 +188,12 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         of which ``weights_`` = R ∘ W′.
     """
 
-    def __init__(self, updater=_DEFAULTS.updater, lrate=_DEFAULTS.lrate, batch_size=_DEFAULTS.batch_size,
-                 npasses=_DEFAULTS.npasses, l1=_DEFAULTS.l1, l2=_DEFAULTS.l2, texp=_DEFAULTS.texp,
-                 vexp=_DEFAULTS.vexp, epsilon=_DEFAULTS.epsilon, shuffle=_DEFAULTS.shuffle, random_state=0,
-                 kernel=_DEFAULTS.kernel, task="multilabel", solver=_DEFAULTS.solver, max_iter=_DEFAULTS.max_iter,
-                 tol=_DEFAULTS.tol, lbfgs_memory=_DEFAULTS.lbfgs_memory, svrg_step=_DEFAULTS.svrg_step,
-                 svrg_inner_passes=_DEFAULTS.svrg_inner_passes):
+    def __init__(self, updater=DEFAULTS.updater, lrate=DEFAULTS.lrate, batch_size=DEFAULTS.batch_size,
+                 npasses=DEFAULTS.npasses, l1=DEFAULTS.l1, l2=DEFAULTS.l2, texp=DEFAULTS.texp,
+                 vexp=DEFAULTS.vexp, epsilon=DEFAULTS.epsilon, shuffle=DEFAULTS.shuffle, random_state=0,
+                 kernel=DEFAULTS.kernel, task="multilabel", solver=DEFAULTS.solver, max_iter=DEFAULTS.max_iter,
+                 tol=DEFAULTS.tol, lbfgs_memory=DEFAULTS.lbfgs_memory, svrg_step=DEFAULTS.svrg_step,
+                 svrg_inner_passes=DEFAULTS.svrg_inner_passes):
         self.updater = updater
         self.lrate = lrate
         self.batch_size = batch_size
@@ -359,7 +217,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
     @property
     def mixes_parameters(self) -> bool:
         """Whether trainers of this model on parts of the data can be averaged (``average_states``, Dask's
-        ``engine.minibatch = "mixing"``): the minibatch engine's state can; L-BFGS and SVRG fit to the optimum
+        ``engine.minibatch = "mixing"``): the minibatch solver's state can; L-BFGS and SVRG fit to the optimum
         from full passes, with nothing to mix."""
         return self.solver == "minibatch"
 
@@ -418,7 +276,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
 
     def _minibatch_only(self, what: str) -> None:
         if self.solver != "minibatch":
-            raise MlnbError(f"{what} is the minibatch engine's; solver = {self.solver!r} fits by fit (or a study's "
+            raise MlnbError(f"{what} is the minibatch solver's; solver = {self.solver!r} fits by fit (or a study's "
                             "streamed fit)")
 
     def _labels(self, Y, n: int, link: str, n_categories: int | None = None):
@@ -535,7 +393,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         X = as_csr_float32(X)
         if self.solver in TO_OPTIMUM:
             if scale is not None:
-                raise MlnbError(f"scale (NB-LR's W = R ∘ W′) is the minibatch engine's; solver = {self.solver!r} "
+                raise MlnbError(f"scale (NB-LR's W = R ∘ W′) is the minibatch solver's; solver = {self.solver!r} "
                                 "fits W")
             Y = self._labels(Y, X.shape[0], link)
 
@@ -630,7 +488,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         link = self._link()
         if self.solver in TO_OPTIMUM:
             if scale is not None or resume:
-                raise MlnbError(f"scale and resume are the minibatch engine's; solver = {self.solver!r} fits W "
+                raise MlnbError(f"scale and resume are the minibatch solver's; solver = {self.solver!r} fits W "
                                 "afresh")
             if category_counts is None:
                 raise MlnbError(f"solver = {self.solver!r} needs category_counts = (N, n) to fit a stream")
@@ -780,7 +638,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             training.counts = (N, n)
             self._note_untrainable(training.counts)
         if training.reference is None:  # the all-prior model's loss, or the start's if higher
-            training.reference = max(_prior_loss(*training.counts, link), training.start_loss)
+            training.reference = max(prior_loss(*training.counts, link), training.start_loss)
         per = n * units  # the loss is per document and category, or per document
         if kernel.weights_overflowed(W) or not np.isfinite(training.b).all():
             raise MlnbError(f"the weights overflowed in pass {epoch}: {self._lrate_too_large(source)}")
@@ -802,7 +660,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             record["heldout_loss"] = self.mean_log_loss(*eval_set)
         self.history_.append(record)
         remaining = None if last_pass is None else (last_pass - epoch) * float(np.mean(training.pass_seconds))
-        progress.log(_format_pass(record, last_pass, remaining), final=last_pass is None or epoch >= last_pass)
+        progress.log(format_pass(record, last_pass, remaining), final=last_pass is None or epoch >= last_pass)
 
     def _lrate_too_large(self, source) -> str:
         """``lrate_too_large`` of this model, with the training features when they are in memory (a stream is
@@ -820,7 +678,7 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
         line += f", {rate:,.0f} docs/s"
         if total is not None:
             later = 0 if last_pass is None else (last_pass - epoch) * total
-            line += f", ETA {_duration((total - n + later) / rate)}"
+            line += f", ETA {duration((total - n + later) / rate)}"
         return line
 
     # -- state: save, restore, average ---------------------------------------------------------
@@ -919,67 +777,3 @@ class LogisticRegression(LinearMultilabelModel, BaseEstimator):
             raise MlnbError("threshold applies to task = 'multilabel'; multiclass predicts the most "
                             "probable class")
         return np.argmax(self.decision_function(X), axis=1)
-
-
-
-def _format_pass(record: dict, last_pass: int | None, remaining_seconds: float | None = None) -> str:
-    """One BIDMach-style line per pass (with the ETA of the passes still to run, from the passes' seconds
-    without compiling: the seconds of a pass that compiled the kernels are given apart)."""
-    heldout = f", held-out loss {record['heldout_loss']:.5f}" if "heldout_loss" in record else ""
-    of = "" if last_pass is None else f"/{last_pass}"
-    eta = f", ETA {_duration(remaining_seconds)}" if remaining_seconds else ""
-    compiling = f" (+ {record['compile_seconds']:.2f} s compiling)" if record.get("compile_seconds") else ""
-    return (f"LR pass {record['pass']}{of}: train loss {record['train_loss']:.5f}{heldout}, "
-            f"{record['seconds']:.2f} s{compiling}, {record['docs_per_second']:,.0f} docs/s, "
-            f"{record['gflops']:.2f} GFLOP/s{eta}")
-
-
-# -- as a model kind of a study ----------------------------------------------------------------
-def engine_params(options: EngineOptions) -> dict:
-    """The estimator's keyword arguments from the engine options (lrate may be one per category)."""
-    return dict(updater=options.updater, lrate=list(options.lrate_per_category) or options.lrate,
-                batch_size=options.batch_size, npasses=options.npasses, l1=options.l1, l2=options.l2,
-                texp=options.texp, vexp=options.vexp, epsilon=options.epsilon, shuffle=options.shuffle,
-                kernel=options.kernel)
-
-
-def _fit_arguments(options: LogisticOptions, fitted: dict, eval_set) -> dict:
-    arguments = {}
-    if options.init_from:
-        start = fitted[options.init_from]
-        if start.weights_.shape[0] != start.n_features_in_:  # e.g. Gaussian NB scores [X∘X, X]
-            raise MlnbError(f"init_from = {options.init_from!r}: its weights are not one row per feature "
-                            f"({start.weights_.shape[0]} rows for {start.n_features_in_} features), so they "
-                            "cannot start a logistic regression; start from a count Naive Bayes model")
-        arguments.update(coef_init=start.weights_, intercept_init=start.bias_)
-    if options.monitor and eval_set is not None:
-        arguments["eval_set"] = eval_set
-    return arguments
-
-
-def _fit_streamed(estimator: LogisticRegression, options: LogisticOptions, fitted: dict, trainer):
-    """``fit`` over a stream: the engine's passes over the chunks (solver = "minibatch"), or L-BFGS on
-    full gradients summed by the trainer, one pass each (solver = "lbfgs"); from the weights of
-    ``init_from`` when it is set (with ``_fit_arguments``'s checks)."""
-    start = _fit_arguments(options, fitted, None) if options.init_from else {}  # coef_init, intercept_init
-    if options.solver == "lbfgs":  # svrg needs minibatches too: the trainer's minibatch path runs fit_stream
-        return estimator.fit_full_batch(trainer.sum_over_chunks, trainer.n_features, trainer.n_categories,
-                                        trainer.label_counts(), **start)
-    return trainer.minibatch(estimator, **start)
-
-
-def _params(options: LogisticOptions) -> dict:
-    return {**engine_params(options), "solver": options.solver, "max_iter": options.max_iter, "tol": options.tol,
-            "lbfgs_memory": options.lbfgs_memory, "svrg_step": options.svrg_step,
-            "svrg_inner_passes": options.svrg_inner_passes}
-
-
-
-KIND = ModelKind(
-    name="logistic", estimator=LogisticRegression, options=LogisticOptions,
-    help="logistic regression for all categories at once, minibatch AdaGrad/SGD (BIDMach's GLM)",
-    describe=lambda o: f"Logistic regression ({o.updater if o.solver == 'minibatch' else o.solver}, all categories"
-                       + (f", from {o.init_from}" if o.init_from else "") + ")",
-    params=_params, uses=lambda o: [o.init_from] if o.init_from else [],
-    fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"),
-    fits_from="minibatch", fit_streamed=_fit_streamed, least_passes=least_passes, state_per_weight=_state_per_weight)
