@@ -22,7 +22,10 @@ The large arrays, in bytes (n documents, nnz stored values, V features, K catego
                                when counted by ``StreamTrainer.count_pairs``, is never refused for them)
     solver       s·V·K         per model whose kind's solver holds s bytes per weight more (``state_per_weight``:
                                L-BFGS's 2·lbfgs_memory float64 vectors, s = 16·lbfgs_memory)
-    scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics
+    scores       12·n_test·K·M per model: float32 test scores kept for the report, float64 in the metrics;
+                 with engine.scores = 'top_k' each document's k = eval.ranking_k best categories instead,
+                 12·n_test·k·M (int64 index in the metrics, float32 score), and one scoring block of rows ×
+                 K scores (``SCORING_BLOCK_BYTES`` at most), with no ROC grids and no curve tables
     ROC grids    16·K·roc·M    per model: TPR and lift (float64) on the roc_points grid
     curve tables 90·C·roc·M    per model: the rows of curves/roc_grid.csv and lift_grid.csv as pandas holds them
                                while they are written (``CURVE_ROW_BYTES``), for the C categories with a test
@@ -125,7 +128,9 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
     keys = keys or {}
     models = config.study_models()
     dense = [spec for spec in models if spec.weights()[0] == "dense"]
-    needs = _array_needs(shape, len(models), config.eval.roc_points, keys, _held_scores(config))
+    ranked = _ranked_only(config)
+    needs = _array_needs(shape, len(models), None if ranked else config.eval.roc_points, keys, _held_scores(config),
+                         ranked=ranked)
     needs += _dense_weights(shape, dense, keys, _fewer_weights(config, dense))
     needs += _sparse_weights([spec for spec in models if spec not in dense], shape, keys)
     needs += _solver_needs(models, shape)
@@ -141,6 +146,15 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
         needs.append(Need(f"{local} Dask worker processes and the shared model state",
                           float(local * (DASK_WORKER_BYTES + state) + state), f"engine.n_workers = {engine.n_workers}"))
     return needs
+
+
+def _ranked_only(config) -> int:
+    """k = eval.ranking_k where the study keeps only each test document's k best categories (engine.scores =
+    'top_k', multilabel), else 0."""
+    engine = getattr(config, "engine", None)
+    if engine is None or engine.scores != "top_k" or config.task == "multiclass":
+        return 0
+    return int(config.eval.ranking_k)
 
 
 def _held_scores(config) -> float | None:
@@ -216,10 +230,11 @@ CURVE_ROW_BYTES = 90
 
 
 def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict,
-                 held_scores: float | None = None) -> list[Need]:
+                 held_scores: float | None = None, ranked: int = 0) -> list[Need]:
     """The data-driven arrays of the module docstring for ``M`` models (``roc_points`` None: no grid), but
     their weights (``_dense_weights``, ``_sparse_weights``); ``held_scores``: the most bytes of test scores
-    held at once (a streamed study that spills them: ``_held_scores``), None: all of them."""
+    held at once (a streamed study that spills them: ``_held_scores``), None: all of them; ``ranked`` = k > 0:
+    only each test document's k best categories are kept (engine.scores = 'top_k')."""
     n_train, n_test, V, K, nnz = shape
     needs = []
 
@@ -228,7 +243,13 @@ def _array_needs(shape: DataShape, M: int, roc_points: int | None, keys: dict,
 
     if nnz:
         needs.append(Need(f"X ({nnz} stored values)", 16.0 * nnz, key("nnz", "the data's size")))
-    if n_test and K:
+    if ranked and K:  # n × k kept per model, and one block of rows × K scores while ranking them
+        kept = 12.0 * (n_test or 0) * ranked * M
+        block = min(float(SCORING_BLOCK_BYTES), 12.0 * (n_test or SCORING_BLOCK_BYTES) * K)
+        needs.append(Need(f"each test document's {ranked} best categories ({n_test or 'unknown'} documents × "
+                          f"{ranked} × {M} models) and a scoring block of {K} categories", kept + block,
+                          f"eval.ranking_k = {ranked}"))
+    elif n_test and K:
         all_scores = 12.0 * n_test * K * M
         if held_scores is None or held_scores >= all_scores:
             needs.append(Need(f"test scores ({n_test} documents × {K} categories × {M} models)", all_scores,

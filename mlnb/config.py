@@ -323,7 +323,7 @@ class EngineConfig:
                             "minibatches of each worker (iterative parameter mixing; shards are cut to fit, other "
                             "sources mix after each file)", min=1, max=1_000_000)
     minibatch: str = option("one_worker", "dask: where minibatch logistic regression trains: 'one_worker' (one worker "
-                            "runs the one-machine engine over every partition in order: the same numbers as one "
+                            "runs the one-machine minibatch solver over every partition in order: the same numbers as one "
                             "machine) or 'mixing' (every worker trains on its own partitions and their parameters are "
                             "averaged every engine.mix_every minibatches: parallel, but not the same model; see "
                             "experiments/bench_mixing.py)", choices=("one_worker", "mixing"))
@@ -335,13 +335,18 @@ class EngineConfig:
                                "machine share")
     scores: str = option("auto", "where a streamed study holds the test scores while they are evaluated: 'memory', "
                          "'disk' (spilled: no bootstrap or multiclass; micro AUC/AP binned), or 'auto' = in "
-                         "memory when they fit engine.max_score_memory", choices=("auto", "memory", "disk"))
+                         "memory when they fit engine.max_score_memory; 'top_k' (any study, multilabel, "
+                         "eval.ranking_k > 0) keeps only each test document's eval.ranking_k best categories, "
+                         "ranked while scoring (n × k, never n × K): the ranking metrics at k and RCut's "
+                         "per-category precision, recall and F1, but no AUC, curves, log loss or calibration",
+                         choices=("auto", "memory", "disk", "top_k"))
     max_score_memory: int = option(1024, "engine.scores = 'auto': MiB of test scores (12 bytes per document, category "
                                    "and model) held in memory at most; more are spilled to disk", min=1,
                                    max=2**30)
-    device: str = option("cpu", "where the models are fitted and scored: 'cpu' (the numba engine on every core) or "
-                         "'gpu' (the array engine on CuPy: pip install 'mlnb[gpu]'; studies held in memory; models it "
-                         "cannot fit stay on the CPU); 'array-numpy' runs the GPU engine's code on numpy, for tests",
+    device: str = option("cpu", "where the models are fitted and scored: 'cpu' (the numba kernels on every core) or "
+                         "'gpu' (the models' array code on CuPy: pip install 'mlnb[gpu]'; studies held in memory; a model "
+                         "whose kind has no device fit stays on the CPU); 'array-numpy' runs the GPU code on numpy, for "
+                         "tests",
                          choices=("cpu", "gpu", "array-numpy"))
     max_fits: int = option(10_000, "model fits one command may make (sweep: settings × repeats × models, and the "
                            "refit; curve: sizes × seeds × models; eval.folds multiplies them): more are refused "
@@ -598,6 +603,7 @@ def _check_study(config: StudyConfig, origin: str) -> None:
     _check_features(config, origin)
     _check_streaming(config, origin)
     _check_engine(config, origin)
+    _check_top_k(config, origin)
     check_tracking(config, origin)
     rules = {config.eval.decision} | {spec.decision for spec in models if spec.decision}
     if config.eval.decision_metric != "f1" and "scutfbr" in rules:
@@ -662,8 +668,12 @@ def _check_engine(config: StudyConfig, origin: str) -> None:
         if config.data.streaming:
             raise MlnbError(f"{origin}: engine.device = {config.engine.device!r} fits studies held in memory; with "
                             "data.streaming = true use engine.device = 'cpu'")
+        if not any(KINDS[spec.kind].runs_on_device for spec in config.study_models() if spec.kind in KINDS):
+            on_device = ", ".join(name for name, kind in KINDS.items() if kind.runs_on_device)
+            raise MlnbError(f"{origin}: engine.device = {config.engine.device!r}: no model of the study runs on a "
+                            f"device (kinds that do: {on_device}); use engine.device = 'cpu'")
         if config.engine.device == "gpu":
-            from mlnb.engine.array.device import gpu_problem  # imports CuPy: only when a study asks for the GPU
+            from mlnb.models.array.device import gpu_problem  # imports CuPy: only when a study asks for the GPU
 
             problem = gpu_problem()
             if problem:
@@ -675,6 +685,33 @@ def _check_engine(config: StudyConfig, origin: str) -> None:
     if match is None or not 0 < int(match.group(1)) < 65536:
         raise MlnbError(f"{origin}: engine.address = {shown(address)}: expected a Dask scheduler's address "
                         "[tcp://]host:port (port 1-65535), e.g. 'tcp://10.0.0.5:8786'; or empty for a LocalCluster")
+
+
+def _check_top_k(config: StudyConfig, origin: str) -> None:
+    """engine.scores = 'top_k' keeps each test document's eval.ranking_k best categories, one-vs-rest: a
+    multilabel study with eval.ranking_k > 0, decided by RCut within them (eval.decision 'auto' or 'rcut' with
+    eval.rcut_k ≤ eval.ranking_k), uncalibrated (no score of the other categories is kept)."""
+    if config.engine.scores != "top_k":
+        return
+    ev, why = config.eval, "engine.scores = 'top_k' keeps only each test document's eval.ranking_k best categories"
+    if config.task != "multilabel":
+        raise MlnbError(f"{origin}: {why} (one-vs-rest); task = {config.task!r} needs every class's score: use "
+                        "engine.scores = 'auto'")
+    if ev.ranking_k == 0:
+        raise MlnbError(f"{origin}: {why}: eval.ranking_k = 0 keeps none; set eval.ranking_k ≥ 1 (e.g. 5)")
+    rules = {f"eval.decision = {ev.decision!r}": ev.decision} | {
+        f"models.{spec.name}.decision = {spec.decision!r}": spec.decision for spec in config.study_models()
+        if spec.decision}
+    for key, rule in rules.items():
+        if rule not in (AUTO_DECISION, "rcut"):
+            raise MlnbError(f"{origin}: {key}: {why}, so it decides by 'rcut' (a document's best categories); "
+                            "use eval.decision = 'auto' or 'rcut'")
+    if "rcut" in rules.values() and ev.rcut_k > ev.ranking_k:
+        raise MlnbError(f"{origin}: eval.rcut_k = {ev.rcut_k}: {why} (eval.ranking_k = {ev.ranking_k}); use "
+                        "eval.rcut_k ≤ eval.ranking_k")
+    if ev.calibration != "none":
+        raise MlnbError(f"{origin}: eval.calibration = {ev.calibration!r}: {why}, which are not calibrated; use "
+                        "eval.calibration = 'none'")
 
 
 def _check_multiclass_data(config: StudyConfig, origin: str) -> None:
@@ -816,9 +853,14 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> StudyConf
 
 def with_decision_resolved(config: StudyConfig) -> StudyConfig:
     """The config with eval.decision = "auto" replaced by the rule it stands for in this study (``auto_decision``):
-    a study resolves it when it opens its documents, so that its report and results name the rule it used."""
+    a study resolves it when it opens its documents, so that its report and results name the rule it used.
+    With engine.scores = "top_k" it stands for 'rcut' at eval.rcut_k = eval.ranking_k: each document's k best
+    categories, all a study that keeps only those can decide."""
     if config.eval.decision != AUTO_DECISION:
         return config
+    if config.engine.scores == "top_k" and config.task == "multilabel" and config.eval.ranking_k:
+        return dataclasses.replace(config, eval=dataclasses.replace(config.eval, decision="rcut",
+                                                                    rcut_k=config.eval.ranking_k))
     rule = auto_decision(config.task)
     return dataclasses.replace(config, eval=dataclasses.replace(config.eval, decision=rule))
 

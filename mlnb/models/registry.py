@@ -140,8 +140,16 @@ class ModelKind:
                            ``fit_streamed`` may hand ``trainer.naive_bayes`` an equal request built anew
     fit_streamed         : (estimator, options, fitted models by name, StreamTrainer) -> the fitted
                            estimator, from a source read in chunks (None when fits_from = "memory")
+    fit_on_device        : (device, estimator, X, Y, task, fit keywords) -> the model fitted on the study's
+                           array device (``engine.device``: ``mlnb.models.array.fitting.ArrayDevice``), or None
+                           where these options run on the CPU only; None (the default): the kind runs on the
+                           CPU only. The device asks this, never the kind's name or the estimator's class
     requires_non_negative: options -> True when its input must be >= 0 (counts, presence)
     score_type           : (options, task) -> one of ``SCORE_TYPES``
+    ranks_top_k          : True when its estimator's ``top_k(X, k)`` (1 ≤ k ≤ K) gives each row's k best
+                           categories and their float32 scores, best first, equal scores lower category first
+                           (those of ``decision_function(X)``), without forming the n × K scores: a study that
+                           keeps only each document's k best (engine.scores = "top_k") asks it instead
 
     What one fit costs, for the work estimate of :mod:`mlnb.work` and the memory estimate of :mod:`mlnb.budget`:
 
@@ -168,8 +176,10 @@ class ModelKind:
     fits_from: str = "memory"
     count_request: Callable[[Any], CountRequest | None] = _no_counts
     fit_streamed: Callable[[Any, Any, dict, StreamTrainer], Any] | None = None
+    fit_on_device: Callable[[Any, Any, Any, Any, str, dict], Any] | None = None
     requires_non_negative: Callable[[Any], bool] = _any_input
     score_type: Callable[[Any, str], str] = _log_odds
+    ranks_top_k: bool = False
     least_passes: Callable[[Any], tuple[int, str]] = _one_pass
     state_per_weight: Callable[[Any], tuple[float, str]] = _no_state
     weights: str = "dense"
@@ -188,6 +198,11 @@ class ModelKind:
     def streams(self) -> bool:
         """Whether it can learn from training documents read chunk by chunk."""
         return self.fits_from != "memory"
+
+    @property
+    def runs_on_device(self) -> bool:
+        """Whether some of its models can be fitted on an array device (``fit_on_device``)."""
+        return self.fit_on_device is not None
 
     def sparse_equivalents(self, task: str = "multilabel") -> list[str]:
         """The registered kinds with sparse weights that give this kind's scores (``dense_equivalent``) in ``task``."""

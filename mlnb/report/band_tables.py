@@ -9,7 +9,7 @@ import pandas as pd
 
 from mlnb.metrics.bands import BANDS, LARGE_LABEL_SPACE, band_summary, frequency_bands, macro_by_band
 from mlnb.report.escape import plain
-from mlnb.report.tables import markdown_table
+from mlnb.report.tables import every_score_evaluated, markdown_table
 
 #: how the bands are cut, in one sentence (report.md, summary.json ``bands.rule``)
 BAND_RULE = ("categories ordered by training positives, most frequent first; head: those before which less than "
@@ -52,6 +52,7 @@ def bands_markdown(result) -> list[str]:
     macros = {run.name: macro_by_band(run.evaluation.per_category, bands) for run in result.models}
     k = result.ranking_ks[-1] if getattr(result, "ranking_ks", ()) else None
     shown = [band for band in BANDS if sizes[band]["categories"]]
+    with_auc = every_score_evaluated(result)  # else no AUC was computed: no column of them
     rows = {}
     for band in shown:
         size = sizes[band]
@@ -60,7 +61,8 @@ def bands_markdown(result) -> list[str]:
                "evaluated": f"{macros[result.models[0].name][band]['evaluated']:,}"}
         for run in result.models:
             macro = macros[run.name][band]
-            row[f"macro AUC {run.name}"] = macro.get("macro_auc", float("nan"))
+            if with_auc:
+                row[f"macro AUC {run.name}"] = macro.get("macro_auc", float("nan"))
             row[f"macro F1 {run.name}"] = macro.get("macro_f1", float("nan"))
             by_band = run.ranking.get("by_band") if k else None
             if by_band:
@@ -75,7 +77,8 @@ def bands_markdown(result) -> list[str]:
                  f"among each test document's {k} best over {k} · documents; the bands add up to P@{k}." if k and
                  any(run.ranking.get("by_band") for run in result.models) else "")
     return ["", "## By frequency band", "",
-            f"Bands by training positives: {BAND_RULE}. Macro averages over each band's evaluated categories (a "
+            f"Bands by training positives: {BAND_RULE}. Macro {'AUC and ' if with_auc else ''}F1 over each band's "
+            "evaluated categories (a "
             "positive and a negative test document; the summary's macro averages are over all of them)."
             + precision + (" *a* higher / lower than *b*: the band's categories where a's test AUC is above b's, "
                            "and below (the paired comparison's per-category differences)." if
@@ -85,22 +88,24 @@ def bands_markdown(result) -> list[str]:
 def top_bottom_markdown(result, n: int = TOP_AND_BOTTOM) -> list[str]:
     """Large label spaces: for each model the ``n`` categories with the highest and the ``n`` with the lowest
     test AUC among the evaluated ones (equal AUCs: more training positives first, then the lower index),
-    with their band and training and test positives."""
+    with their band and training and test positives; by F1 where no AUC was computed (``every_score_evaluated``)."""
     if not is_large(result) or not result.models:
         return []
     bands = np.asarray(BANDS)[frequency_bands(result.train_positives)]
-    lines = ["", "## Top and bottom categories by AUC", "",
+    column, title = ("auc", "AUC") if every_score_evaluated(result) else ("f1", "F1")
+    lines = ["", f"## Top and bottom categories by {title}", "",
              f"{len(result.category_names):,} categories: instead of one row per category (metrics.csv has them), "
-             f"each model's {n} highest and {n} lowest test AUCs among its evaluated categories.", ""]
+             f"each model's {n} highest and {n} lowest test {title}s among its evaluated categories.", ""]
     for run in result.models:
         table = run.evaluation.per_category
-        evaluated = np.flatnonzero(table["included"].to_numpy(dtype=bool) & np.isfinite(table["auc"].to_numpy(float)))
+        evaluated = np.flatnonzero(table["included"].to_numpy(dtype=bool)
+                                   & np.isfinite(table[column].to_numpy(float)))
         if not evaluated.size:
             lines += [f"{plain(run.name)}: no evaluated category.", ""]
             continue
-        auc = table["auc"].to_numpy(float)[evaluated]
+        metric = table[column].to_numpy(float)[evaluated]
         positives = np.asarray(result.train_positives, dtype=np.float64)[evaluated]
-        order = evaluated[np.lexsort((evaluated, -positives, -auc))]  # best first
+        order = evaluated[np.lexsort((evaluated, -positives, -metric))]  # best first
         ends = [(f"top {i + 1}", k) for i, k in enumerate(order[:n])]
         ends += [(f"bottom {i + 1}", k) for i, k in enumerate(order[::-1][:min(n, max(order.size - n, 0))])]
         frame = pd.DataFrame({"rank": [name for name, _ in ends],
@@ -109,7 +114,7 @@ def top_bottom_markdown(result, n: int = TOP_AND_BOTTOM) -> list[str]:
                               "band": [bands[k] for _, k in ends],
                               "train pos": [int(result.train_positives[k]) for _, k in ends],
                               "test pos": [int(table["n_pos"].iloc[k]) for _, k in ends],
-                              "AUC": [float(table["auc"].iloc[k]) for _, k in ends],
+                              **({"AUC": [float(table["auc"].iloc[k]) for _, k in ends]} if column == "auc" else {}),
                               "F1": [float(table["f1"].iloc[k]) for _, k in ends]}).set_index("rank")
         lines += [f"{plain(run.name)} ({plain(run.label)}):", "", markdown_table(frame), ""]
     return lines[:-1]

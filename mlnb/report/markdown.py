@@ -15,8 +15,9 @@ from mlnb.metrics.auc_permutation import PERMUTATION_MAX
 from mlnb.metrics.bands import LARGE_LABEL_SPACE
 from mlnb.report.band_tables import bands_markdown, is_large, listed_names, top_bottom_markdown
 from mlnb.report.escape import plain  # every name from the data or the config, as literal Markdown
-from mlnb.report.tables import (compiling_note, curves_left_out_sentence, decision_rule_f1, largest_differences,
-                                markdown_table, probabilities_defined, summary_table)
+from mlnb.report.tables import (compiling_note, curves_left_out_sentence, decision_rule_f1, every_score_evaluated,
+                                largest_differences, markdown_table, probabilities_defined,
+                                shown_summary_columns, summary_table)
 
 
 def tests_used(comparison) -> str:
@@ -128,7 +129,8 @@ def _untrainable_line(run, names, config) -> str | None:
         weights = getattr(run.model, "weights_", None)
         by_prior = weights is not None and all(not np.any(weights[:, k]) for k in untrainable)
     what = "score by their prior only" if by_prior else "were trained anyway"
-    if not by_prior and not replaced:  # the evaluated AUCs are then the model's own
+    evaluated_auc = np.isfinite(run.evaluation.per_category["auc"].to_numpy(dtype=np.float64)).any()
+    if not by_prior and not replaced and evaluated_auc:  # the evaluated AUCs are then the model's own
         what += f" ({untrainable_auc_clause(run.evaluation.per_category, untrainable)})"
     if replaced:
         what += f"; the study replaced their scores by the training prior (eval.untrainable = '{policy}')"
@@ -157,6 +159,13 @@ def untrainable_auc_clause(per_category, categories) -> str:
 
 
 def _summary_preamble(result) -> list[str]:
+    if not every_score_evaluated(result):  # each document's k best categories only (engine.scores = 'top_k')
+        ev = result.config.eval
+        return [f"Each test document's {ev.ranking_k} best-scored categories were kept (engine.scores = 'top_k'), "
+                f"not every score. Thresholded metrics (precision, recall, F1) take the {ev.rcut_k} best "
+                "categories of each document (RCut), exact per category; macro averages are over the categories "
+                "with at least one positive and one negative test document. What was not computed is said "
+                "under Data above."]
     if result.config.task == "multiclass":
         return ["Task: multiclass, one class per document. Each model's decision is the most probable class "
                 "(argmax of the posterior softmax of its joint scores); accuracy, F1 and the confusion matrix "
@@ -262,11 +271,13 @@ def conclusion_lines(result) -> list[str]:
     key, what = ("macro_auc", "macro AUC (one-vs-rest)") if multiclass else ("macro_auc", "macro AUC")
     ranked = sorted(result.models, key=lambda run: -run.evaluation.summary[key]
                     if run.evaluation.summary[key] == run.evaluation.summary[key] else np.inf)
-    if ranked and not np.isfinite(ranked[0].evaluation.summary[key]):
+    if not every_score_evaluated(result) and not multiclass:  # no AUC: the ranking at k says which ranks better
+        lines += _ranking_conclusion(result)
+    elif ranked and not np.isfinite(ranked[0].evaluation.summary[key]):
         return lines + ["- Nothing could be evaluated: no category has both a positive and a negative test "
                         "document (and both in training, where untrainable categories are excluded), so no "
                         "AUC, average or comparison is defined. Use more documents or other categories.", ""]
-    if ranked:
+    elif ranked:
         best = ranked[0]
         others = "; ".join(f"{run.name} {run.evaluation.summary[key]:.4f}{_interval(run, key)}" for run in ranked[1:])
         lines.append(f"- Ranking: **{best.name}** has the highest {what}, {best.evaluation.summary[key]:.4f}"
@@ -276,7 +287,8 @@ def conclusion_lines(result) -> list[str]:
     if not multiclass:
         rules = {run.name: (result.config.models[run.name].decision or ev.decision) for run in result.models}
         decide = ", ".join(sorted(set(rules.values())))
-        decide = f"decision rule {decide}" + (f" (threshold {ev.threshold:g})" if "fixed" in rules.values() else "")
+        decide = f"decision rule {decide}" + (f" (threshold {ev.threshold:g})" if "fixed" in rules.values() else "") \
+            + (f", each document's {ev.rcut_k} best categories" if "rcut" in rules.values() else "")
     by_f1 = sorted(result.models, key=lambda run: -np.nan_to_num(run.evaluation.summary[dkey], nan=-1))
     baselines = result.models[0].evaluation.baselines if result.models else {}
     random_f1 = baselines.get("prevalence_random", {}).get(dkey)
@@ -321,21 +333,46 @@ def _untrainable_treatment(result) -> str:
     return f"are kept in every average as each model scored them ({measured})"
 
 
+def _ranking_conclusion(result) -> list[str]:
+    """The conclusion's ranking line of a study without AUC (``every_score_evaluated`` false): the best model by
+    the first ranking metric (P@1), with its interval, then the others."""
+    if not result.ranking_ks or not result.models:
+        return []
+    metric = f"P@{result.ranking_ks[0]}"
+
+    def value(run) -> float:
+        return run.ranking["metrics"].get(metric, float("nan"))
+
+    def shown(run) -> str:
+        low_high = run.ranking["intervals"].get(metric)
+        return f"{value(run):.4f}" + (f" [{low_high[0]:.4f}, {low_high[1]:.4f}]" if low_high and None not in
+                                      low_high else "")
+
+    ranked = sorted(result.models, key=lambda run: -np.nan_to_num(value(run), nan=-1.0))
+    others = "; ".join(f"{run.name} {shown(run)}" for run in ranked[1:])
+    level = f"{result.config.eval.confidence:.0%}"
+    return [f"- Ranking: **{ranked[0].name}** has the highest {metric}, {shown(ranked[0])}"
+            + (f" (then {others})" if others else "")
+            + (f"; brackets: {level} bootstrap intervals over test documents" if ranked[0].ranking["intervals"]
+               else "") + f". No AUC: each test document's {result.config.eval.ranking_k} best categories were kept, "
+            "not every score (engine.scores = 'top_k')."]
+
+
 def baselines_markdown(result) -> list[str]:
     """The baselines (trivial, and the training prior's ranking) beside the models' summary metrics."""
     if not result.models:
         return []
-    from mlnb.report.tables import summary_columns
-
-    columns = {k: v for k, v in summary_columns(result.config.task).items() if k in result.models[0].evaluation.summary}
-    rows = []
+    columns = {k: v for k, v in shown_summary_columns(result).items() if k in result.models[0].evaluation.summary}
+    rows, every_score = [], every_score_evaluated(result)
     for name, values in result.models[0].evaluation.baselines.items():
+        if not every_score and not any(values.get(k) is not None and not np.isnan(float(values[k])) for k in columns):
+            continue  # a baseline of none of the shown metrics: the prior's ranking, where no AUC was computed
         rows.append("| " + " | ".join([f"*{name.replace('_', ' ')}*"] + [_cell(values.get(k)) for k in columns]) + " |")
+    prior = ("; *prior*: every document scored by its category's training prior, the prior_baseline model — a "
+             "chance ranking in each category, but pooled it ranks the frequent categories first, the micro AUC a "
+             "model must beat; its rank metrics only" if every_score else "")
     return ["Baselines on the same test documents, for the table above (*always no*: every score −∞; "
-            "*prevalence random*: each category guessed at its training rate, expected values; *prior*: every "
-            "document scored by its category's training prior, the prior_baseline model — a chance ranking in "
-            "each category, but pooled it ranks the frequent categories first, the micro AUC a model must beat; "
-            "its rank metrics only):", "",
+            f"*prevalence random*: each category guessed at its training rate, expected values{prior}):", "",
             "| | " + " | ".join(columns.values()) + " |", "|" + "---|" * (len(columns) + 1), *rows, ""]
 
 
@@ -348,7 +385,7 @@ def _cell(value) -> str:
 
 #: how each way of training on Dask (``mlnb.study.fitting.DASK_TRAINING``, as the fitted model recorded it) ran
 DASK_TRAINING_SENTENCES = {
-    "one_worker": "trained on one worker by the one-machine engine over every partition in order, as in one process",
+    "one_worker": "trained on one worker by the one-machine minibatch solver over every partition in order, as in one process",
     "mixing": "trained by iterative parameter mixing: every worker trains on its own partitions from the same "
               "state, and their parameters are averaged after each round (engine.mix_every)",
     "sums": "trained by full passes whose sums every worker adds to, as in one process",
@@ -456,6 +493,9 @@ def study_markdown(result, plot_files: list[Path]) -> str:
              (f" Train/test split: {plain(data['split'])}." if data.get("split") else "") +
              (f" {plain(data['text_features']['sentence'])}" if data.get("text_features") else ""), "",
              *_streaming_lines(data.get("streaming")),
+             *([f"Test scores held {data['test_scores']['scores']}. Not computed: "
+                f"{data['test_scores']['not_computed']}.", ""] if (data.get("test_scores") or {}).get("not_computed")
+               else []),
              *_models_markdown(result),
              "## Summary", "",
              *_summary_preamble(result),
@@ -471,7 +511,7 @@ def study_markdown(result, plot_files: list[Path]) -> str:
         if line:
             lines.append(line)
         multiclass = result.config.task == "multiclass"
-        if not probabilities_defined(run, result.config.task):
+        if not probabilities_defined(run, result.config.task) and every_score_evaluated(result):  # else RCut decided
             lines.append(f"- {run.name}: its scores rank documents but are not "
                          f"{'joint log-likelihoods' if multiclass else 'log-odds'} (e.g. complement Naive "
                          "Bayes): its AUC, ROC and lift are meaningful, its probabilities and thresholded "
@@ -492,9 +532,10 @@ def study_markdown(result, plot_files: list[Path]) -> str:
     if plot_files:
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}](plots/{p.name})" for p in plot_files]
+    curve_files = "`curves/roc_grid.csv`, `curves/lift_grid.csv`, " if every_score_evaluated(result) else ""
+    compared = "`comparison.csv` (pair × category), " if result.comparisons else ""
     lines += ["", "## Files", "",
-              "`metrics.csv` (model × category), `curves/roc_grid.csv`, `curves/lift_grid.csv`, "
-              "`comparison.csv` (pair × category), `summary.json`, `config.toml` "
+              f"`metrics.csv` (model × category), {curve_files}{compared}`summary.json`, `config.toml` "
               "(rerun with `mlnb run config.toml`)."]
     if curves_left_out_sentence(result):
         lines += ["", curves_left_out_sentence(result)]

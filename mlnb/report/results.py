@@ -43,7 +43,8 @@ from mlnb.report.folder import atomic_folder
 from mlnb.report.band_tables import BAND_RULE
 from mlnb.report.markdown import comparison_markdown, plain, study_markdown
 from mlnb.report.provenance import json_safe, provenance, with_absolute_paths
-from mlnb.report.tables import confusion_frame, curve_frames, decisions_frame, markdown_table, metrics_frame
+from mlnb.report.tables import (confusion_frame, curve_frames, decisions_frame, every_score_evaluated, markdown_table,
+                                metrics_frame)
 from mlnb.scores import SCORES_FILE, save_scores
 from mlnb.study import StudyResult
 
@@ -181,6 +182,9 @@ def _study_plots(result: StudyResult, folder: Path) -> list[Path]:
                                             (colors[comparison.name_a], colors[comparison.name_b])))]
     if len(result.category_names) > LARGE_LABEL_SPACE and result.ranking_ks:  # where P@k comes from, by band
         figures.append((plots.precision_at_k_by_band, (slim, folder / "precision_at_k_by_band.png")))
+    if not every_score_evaluated(result):  # no AUC, curve, expected accuracy or calibration to draw: P@k by band
+        figures = [(plots.precision_at_k_by_band, (slim, folder / "precision_at_k_by_band.png"))] \
+            if result.ranking_ks else []
     if len(result.category_names) == 1:  # a point (or bar) per category is one number of the tables: not drawn
         per_category = (plots.accuracy_per_category, plots.auc_by_frequency, plots.auc_scatter, plots.auc_difference)
         figures = [(function, arguments) for function, arguments in figures if function not in per_category]
@@ -265,12 +269,13 @@ def _save_study_scores(result: StudyResult, folder: Path) -> None:
 def _write_tables_and_plots(result: StudyResult, folder: Path) -> list[Path]:
     """metrics.csv, the curves, the comparison, confusion and decision tables, and the plots (their paths)."""
     _write_csv(metrics_frame(result), folder / "metrics.csv")
-    (folder / "curves").mkdir()
-    roc, lift = curve_frames(result)
-    _write_csv(roc, folder / "curves" / "roc_grid.csv")
-    _write_csv(lift, folder / "curves" / "lift_grid.csv")
-    _write_csv(pd.concat([run.evaluation.calibration.assign(model=run.name) for run in result.models]),
-               folder / "curves" / "calibration.csv")
+    if every_score_evaluated(result):  # else no curve and no calibration was computed (``not_computed``)
+        (folder / "curves").mkdir()
+        roc, lift = curve_frames(result)
+        _write_csv(roc, folder / "curves" / "roc_grid.csv")
+        _write_csv(lift, folder / "curves" / "lift_grid.csv")
+        _write_csv(pd.concat([run.evaluation.calibration.assign(model=run.name) for run in result.models]),
+                   folder / "curves" / "calibration.csv")
     if result.comparisons:
         _write_csv(comparison_frame(result.comparisons), folder / "comparison.csv")
     if result.config.task == "multiclass":

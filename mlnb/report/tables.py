@@ -33,10 +33,34 @@ def summary_columns(task: str) -> dict:
     return MULTICLASS_COLUMNS if task == "multiclass" else SUMMARY_COLUMNS
 
 
+def every_score_evaluated(result) -> bool:
+    """Whether the evaluation read every test score (AUC, ROC and lift curves, calibration): False for a study
+    that kept only each document's best categories (engine.scores = 'top_k'), whose evaluations have no grid."""
+    return not result.models or np.asarray(getattr(result.models[0].evaluation, "grid", [0.0])).size > 0
+
+
+def not_computed(result) -> str:
+    """What the way the study held its test scores left out, as the scores' store said it (``ScoreStore.describe``:
+    streamed, ``data["streaming"]``; read whole, ``data["test_scores"]``); '' for nothing."""
+    data = result.data or {}
+    return (data.get("streaming") or {}).get("not_computed") or (data.get("test_scores") or {}).get("not_computed") \
+        or ""
+
+
+def shown_summary_columns(result) -> dict:
+    """The summary's columns a report shows: every one, but those no model has a value of where the study did
+    not read every score (``every_score_evaluated``: AUC, log loss, … were not computed, not NaN by chance)."""
+    columns = summary_columns(result.config.task)
+    if every_score_evaluated(result):
+        return columns
+    return {key: title for key, title in columns.items()
+            if any(np.isfinite(run.evaluation.summary.get(key, np.nan)) for run in result.models)}
+
+
 def summary_table(result) -> pd.DataFrame:
     """One row per model: the headline averages and the time each model took."""
     rows = []
-    columns = summary_columns(result.config.task)
+    columns = shown_summary_columns(result)
     for run in result.models:
         row = {"model": run.name, "label": run.label}
         row.update({title: run.evaluation.summary[key] for key, title in columns.items()})
@@ -173,7 +197,7 @@ def curves_left_out_sentence(result) -> str:
     """'' when every category has defined curves; else which categories the curve tables leave out and why,
     from the counts of the first model's test labels (the same for every model): those without a positive
     test document (no TPR, no gains) and those without a negative one (no FPR; every depth's lift is 1)."""
-    if not result.models:
+    if not result.models or not every_score_evaluated(result):  # no curve table written at all
         return ""
     table = result.models[0].evaluation.per_category
     n_pos, n_neg = table["n_pos"].to_numpy(), table["n_neg"].to_numpy()

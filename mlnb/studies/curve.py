@@ -32,14 +32,19 @@ from mlnb.data.hashing import hash_unit
 from mlnb.study.documents import PURPOSES, Bucket
 from mlnb.studies.ranking import ranking_columns, ranking_of_loop
 from mlnb.study import model_labels, open_documents, open_executor, run_on
+from mlnb.study.top_k import metrics_kept
 from mlnb.work import check_work, curve_work
 
 CURVE_METRICS = ("macro_auc", "micro_f1", "mean_expected_accuracy")
 MULTICLASS_CURVE_METRICS = ("macro_auc", "accuracy", "log_loss")
 
 
-def curve_metrics(task: str) -> tuple:
-    return MULTICLASS_CURVE_METRICS if task == "multiclass" else CURVE_METRICS
+def curve_metrics(config: StudyConfig) -> tuple:
+    """The summary metrics a curve records per model, size and seed: those of ``CURVE_METRICS`` (multiclass:
+    ``MULTICLASS_CURVE_METRICS``) the study's score store measures (engine.scores = 'top_k': micro F1 only)."""
+    metrics = MULTICLASS_CURVE_METRICS if config.task == "multiclass" else CURVE_METRICS
+    kept = metrics_kept(config)
+    return metrics if kept is None else tuple(metric for metric in metrics if metric in kept)
 
 
 #: training sizes of a curve without curve.sizes (fewer where rounding makes two equal)
@@ -123,7 +128,7 @@ def run_curve(config: StudyConfig) -> CurveResult:
     ids = _training_ids(train)
     sizes = training_sizes(config.curve.sizes, ids.size)
     jobs = [(size, seed) for size in sizes for seed in range(config.curve.seeds)]
-    metrics, ranking = curve_metrics(config.task), ranking_columns(config)
+    metrics, ranking = curve_metrics(config), ranking_columns(config)
     rows = []
     with open_executor(config) as backend:
         for size, seed in progress.track(jobs, total=len(jobs), description="learning curve"):

@@ -55,6 +55,7 @@ from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
 from mlnb.studies.ranking import ranking_columns, ranking_of_loop
 from mlnb.study import in_memory_documents, open_documents, prepare_data, run_on
+from mlnb.study.top_k import metrics_kept
 from mlnb.work import check_work, sweep_work
 
 
@@ -177,6 +178,10 @@ def run_sweep(config: StudyConfig, params: list[str], dataset: Dataset | None = 
     if not per_category and s.metric not in summary_metrics:
         raise MlnbError(f"sweep.metric = {s.metric!r} with sweep.category = -1: a summary metric ({config.task}) is "
                         f"one of {', '.join(summary_metrics)}; a per-category metric needs a category >= 0")
+    kept = metrics_kept(config, per_category)
+    if kept is not None and s.metric not in kept:
+        raise MlnbError(f"sweep.metric = {s.metric!r}: engine.scores = 'top_k' keeps each validation document's "
+                        f"eval.ranking_k best categories only, which do not measure it; use one of {', '.join(kept)}")
     n_settings = math.prod(len(values) for values in grid.values())
     n_settings = min(n_settings, s.random_samples) if s.random_samples else n_settings
     check_work(config, sweep_work(config, n_settings, model), "sweep")  # the fits, before any data is read

@@ -13,8 +13,9 @@ every model, every ``eval.*`` key and every size the same way. Its stages, each 
     decide    the decision rule and calibration learn from held-out scores of the training
               documents (a seeded hash split or k folds of their ids), never the evaluation ones
               (``mlnb.study.deciding``)
-    score     the evaluation documents, held in memory or spilled to disk (``mlnb.study.scoring``),
-              into a ``ScoreStore`` (``mlnb.study.stores``) that every later stage asks
+    score     the evaluation documents, held in memory, spilled to disk or kept as each document's k best
+              categories (``mlnb.study.scoring``), into a ``ScoreStore`` (``mlnb.study.stores``,
+              ``mlnb.study.top_k``) that every later stage asks
     evaluate  every metric, then intervals and paired tests in ``run_study``; multilabel, the ranking
               metrics at k of each document's ``eval.ranking_k`` best categories (``mlnb.study.loop``)
 
@@ -30,8 +31,9 @@ from mlnb.study.opening import (in_memory_documents, open_documents, open_execut
                                 split_rule, streamed_documents)
 from mlnb.study.results import ModelRun, StudyResult, model_labels
 from mlnb.study.stores import ScoresInMemory, ScoreStore, SpilledScores, labels_and_top_k
+from mlnb.study.top_k import TopKScores
 
 __all__ = ["BY_PRIOR", "HeldOut", "LoopResult", "ModelRun", "ScoreStore", "ScoresInMemory", "SpilledScores",
-           "StudyResult", "held_out_scores", "in_memory_documents", "labels_and_top_k", "model_labels",
+           "StudyResult", "TopKScores", "held_out_scores", "in_memory_documents", "labels_and_top_k", "model_labels",
            "open_documents", "open_executor", "plotted_category", "prepare_data", "run_models", "run_on",
            "run_study", "split_rule", "streamed_documents", "untrainable_scored_by_prior"]

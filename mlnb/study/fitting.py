@@ -14,10 +14,10 @@ declares (``ModelKind.fits_from``), through one ``StreamTrainer`` over the sourc
    under the model's max_count_memory, out of core beyond it), by full passes whose
    sums a full-batch solver needs (``StreamTrainer.sum_over_chunks``: LR with ``solver = "lbfgs"``,
    the same fixed reduction tree here and on Dask), or by passes of minibatches
-   (``StreamTrainer.minibatch``). In one process the minibatch engine steps through the chunks in order,
+   (``StreamTrainer.minibatch``). In one process the minibatch solver steps through the chunks in order,
    exactly as through the documents in memory (up to the shuffle, which stays within
    ``data.shuffle_buffer`` chunks; with ``shuffle = false`` it is ``fit`` bit for bit). On Dask
-   minibatch LR runs by default on one worker, the one-machine engine over every partition in order
+   minibatch LR runs by default on one worker, the one-machine minibatch solver over every partition in order
    (``engine.minibatch = "one_worker"``: the same numbers as here, NB and scoring still spread over
    the workers). With ``engine.minibatch = "mixing"`` a pass runs in rounds (iterative parameter
    mixing, Zinkevich et al. 2010 / McDonald et al. 2010): in each round every worker runs the engine over its next piece of the training data
@@ -49,7 +49,7 @@ from sklearn.base import clone
 
 from mlnb import progress, timings
 from mlnb.config import StudyConfig, fit_order
-from mlnb.engine.array.fitting import engine_for
+from mlnb.models.array.fitting import device_for
 from mlnb.study.documents import Documents
 from mlnb.study.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, TrainingCounts, add_or_none,
                                chunk_pairs, count_partition, finished_naive_bayes, fit_logistic_here,
@@ -57,14 +57,14 @@ from mlnb.study.tasks import (Counter, LogisticJob, PartitionMatrices, Reading, 
 from mlnb.errors import MlnbError, MlnbWarning
 from mlnb.models import KINDS, get_kind
 from mlnb.models._linear import prior_log_odds
-from mlnb.models.minibatch import sums_shape
+from mlnb.models.logistic.minibatch import sums_shape
 from mlnb.models.naive_bayes.count_store import STORE_PREFIX, CountAggregator, CountStore
 from mlnb.models.naive_bayes.sparse_dask import count_on_dask
 from mlnb.models.registry import CountRequest
 
 
 #: how a streamed model trained on Dask, as its ``dask_training_`` records it (summary.json and the report say it):
-#: "one_worker" the one-machine minibatch engine on one worker, "mixing" iterative parameter mixing of every
+#: "one_worker" the one-machine minibatch solver on one worker, "mixing" iterative parameter mixing of every
 #: worker's trainer, "sums" full passes whose sums every worker adds to (L-BFGS)
 DASK_TRAINING = ("one_worker", "mixing", "sums")
 
@@ -144,7 +144,7 @@ def fit_models(config: StudyConfig, wanted: list[str] | None, documents: Documen
 def _fit_in_memory(config, specs, documents, seed: int, labels: dict, eval_set) -> Fitted:
     fitted, seconds, compiling = {}, {}, {}
     X, Y = documents.X, documents.Y
-    device = engine_for(config.engine.device)  # the array engine (engine.device = "gpu"), or None
+    device = device_for(config.engine.device)  # the array device (engine.device = "gpu"), or None
     for spec in specs:
         kind = get_kind(spec.kind)
         estimator = kind.build(spec.options, spec.training_seed(seed), config.task)
@@ -153,10 +153,11 @@ def _fit_in_memory(config, specs, documents, seed: int, labels: dict, eval_set) 
                     timings.Stopwatch() as watch:
                 warnings.simplefilter("ignore")  # untrainable categories are reported, not warned
                 arguments = kind.fit_arguments(spec.options, fitted, eval_set)
-                if device is not None and device.fits(estimator, arguments):  # else the CPU engine's fit
-                    estimator = device.fit(estimator, X, Y, config.task, arguments)
-                else:
+                on_device = None if device is None else device.fit(kind, estimator, X, Y, config.task, arguments)
+                if on_device is None:  # the kind runs on the CPU only (ModelKind.fit_on_device), or these options do
                     estimator.fit(X, Y, **arguments)
+                else:
+                    estimator = on_device
                 built_weights(kind, estimator)  # a lazy model (Naive Bayes) builds W here, so fit time includes it
         except MlnbError as error:
             raise MlnbError(f"models.{spec.name}: {error}") from None
@@ -271,9 +272,9 @@ class SourceTrainer:
 
     def minibatch(self, engine, *, binarize_input: bool = False, scale=None, coef_init=None, intercept_init=None):
         job = LogisticJob(self.reading, engine, bool(binarize_input), scale, self.buffer_chunks)
-        if self.backend.sequential:  # the one-machine engine, here
+        if self.backend.sequential:  # the one-machine minibatch solver, here
             return fit_logistic_here(job, self.partitions, self.counts, coef_init, intercept_init)
-        # the one-machine engine on a worker: the same numbers as here (and always for a model with no state to
+        # the one-machine minibatch solver on a worker: the same numbers as here (and always for a model with no state to
         # mix, e.g. solver = "svrg")
         if self.where == "one_worker" or not getattr(engine, "mixes_parameters", True):
             self._record("one_worker")

@@ -172,6 +172,8 @@ def run_study(config: StudyConfig) -> StudyResult:
                              train_positives=loop.train_positives, load_seconds=load_seconds + loop.counting_seconds,
                              Y_test=loop.store.labels_kept, untrainable=loop.untrainable, timings=clock,
                              data_fingerprint=fingerprint)
+        if loop.store.describe()["not_computed"] and "streaming" not in result.data:  # else said there
+            result.data = result.data | {"test_scores": loop.store.describe()}
         result.models = loop.runs
         _intervals(result, loop.store)
         _compare(result, loop.store)
@@ -198,9 +200,10 @@ def _compare(result: StudyResult, store: ScoreStore) -> None:
     ``ScoreStore.compare``)."""
     for name_a, name_b in result.config.compared_pairs():
         with progress.status(f"DeLong tests per category, {name_a} against {name_b}"), timings.stage("comparisons"):
-            result.comparisons.append(store.compare(result.model(name_a), result.model(name_b), result.config,
-                                                    result.category_names, result.train_positives,
-                                                    _excluded(result)))
+            comparison = store.compare(result.model(name_a), result.model(name_b), result.config,
+                                       result.category_names, result.train_positives, _excluded(result))
+        if comparison is not None:  # None: a store without every score (``TopKScores``)
+            result.comparisons.append(comparison)
 
 
 def _rank_at_k(result: StudyResult, store: ScoreStore, n_train: int) -> None:

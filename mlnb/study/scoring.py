@@ -16,6 +16,8 @@ the ``ScoreStore`` it gives (``mlnb.study.stores``):
 
 ``engine.scores = "auto"`` holds them in memory when their estimate fits
 ``engine.max_score_memory`` (and the memory available), else spills them (``score_evaluation``).
+``engine.scores = "top_k"`` keeps each document's ``eval.ranking_k`` best categories instead, ranked a block of
+rows at a time while scoring, in memory, streamed and on Dask (``TopKScores``, ``mlnb.study.top_k``): n × k.
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ from mlnb.config import StudyConfig
 from mlnb.errors import MlnbError
 from mlnb.metrics.at_k_study import ranking_cutoffs
 from mlnb.metrics.streaming import ScoreSpill
+from mlnb.models.registry import get_kind
 from mlnb.study.documents import Documents
 from mlnb.study.stores import ScoresInMemory, ScoreStore, SpilledScores
-from mlnb.study.tasks import Reading, Scoring, merge_spills, score_partitions, scoring_groups
+from mlnb.study.tasks import (Ranking, Reading, Scoring, merge_spills, rank_partitions, score_partitions,
+                              scoring_groups)
+from mlnb.study.top_k import TopKScores, index_dtype, rank_rows, ranks_by_itself
 
 #: bytes of scores per document, category and model while they are evaluated in memory: the float32
 #: scores, a float64 copy in the rank metrics
@@ -130,7 +135,10 @@ def score_evaluation(config: StudyConfig, models: dict, evaluation: Documents, b
                      calibrations: dict, exclude, prior, untrainable) -> ScoreStore:
     """Every model's scores of the evaluation documents: in memory, or spilled when they do not fit
     (``engine.scores``, ``engine.max_score_memory``); what a spilled evaluation cannot do is refused
-    in one line before it is attempted (multiclass; the bootstrap without ranking metrics at k)."""
+    in one line before it is attempted (multiclass; the bootstrap without ranking metrics at k); with
+    engine.scores = "top_k", each document's k best categories instead, for any documents (``score_top_k``)."""
+    if config.engine.scores == "top_k":
+        return score_top_k(config, models, evaluation, backend, prior, untrainable)
     if evaluation.in_memory:
         return score_in_memory(models, evaluation)
     engine, ev = config.engine, config.eval
@@ -170,4 +178,39 @@ def score_evaluation(config: StudyConfig, models: dict, evaluation: Documents, b
     except MlnbError:
         store.close()
         raise
+    return store
+
+
+def score_top_k(config: StudyConfig, models: dict, documents: Documents, backend, prior,
+                untrainable: np.ndarray) -> TopKScores:
+    """Every model's ``eval.ranking_k`` best categories of each of ``documents``, ranked a block of rows at a
+    time while scoring (``mlnb.study.top_k``): in memory here; streamed, one ``rank_partitions`` task per
+    partition (here or on Dask), concatenated in partition order. ``prior``: the by-prior rule's replacement of
+    the ``untrainable`` categories' scores, or None."""
+    k, K = config.eval.ranking_k, documents.n_categories
+    by_itself = frozenset(name for name, model in models.items()
+                          if ranks_by_itself(model, get_kind(config.models[name].kind).ranks_top_k, untrainable,
+                                             prior))
+    if documents.in_memory:
+        store = TopKScores(documents.n_documents, Y=documents.Y, k=k, ids=documents.ids)
+        for name, model in models.items():
+            started = time.perf_counter()
+            store.categories[name], store.values[name] = rank_rows(model, documents.X, k, K,
+                                                                   by_itself=name in by_itself, prior=prior,
+                                                                   untrainable=untrainable)
+            store.seconds[name] = time.perf_counter() - started
+        return store
+    source = documents.source
+    ranking = Ranking(Reading(source, documents.chunk_size), models, k, by_itself, prior, untrainable)
+    groups = scoring_groups(source, [[partition] for partition in source.partitions()])
+    parts = backend.map(rank_partitions, groups, ranking, description="ranking the test documents")
+    if not parts or not sum(part.ids.size for part in parts):
+        raise MlnbError("no test documents: every document went to the training part")
+    Y = sp.vstack([part.Y for part in parts], format="csr")
+    store = TopKScores(Y.shape[0], Y=Y, k=k, ids=np.concatenate([part.ids for part in parts]))
+    for name in models:
+        store.categories[name] = np.concatenate([part.categories[name] for part in parts]).astype(
+            index_dtype(K), copy=False)
+        store.values[name] = np.concatenate([part.values[name] for part in parts])
+        store.seconds[name] = sum(part.seconds[name] for part in parts)
     return store

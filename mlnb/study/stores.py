@@ -8,7 +8,7 @@ then ask it the same things whatever it holds, and never ask where the scores ar
     compare     DeLong tests per category of two models (and McNemar's test for multiclass)
     top_k       each document's k best categories, for the ranking metrics at k
 
-Two stores implement it:
+Three stores implement it:
 
     ScoresInMemory  the (n × K) float32 scores of each model and the labels Y (CSR). Everything runs on
                     them exactly as on any in-memory study, on the scores the evaluation read (the
@@ -18,6 +18,9 @@ Two stores implement it:
                     applied chunk by chunk while scoring). What reads one category at a time reads its
                     column (AUC intervals, DeLong tests: the in-memory numbers); what needs every score at
                     once is left out or bounded, and the report says which (``SPILL_LIMITS``).
+    TopKScores      each document's eval.ranking_k best categories and their scores, ranked while scoring
+                    (``mlnb.study.top_k``, engine.scores = "top_k"): the ranking metrics at k and RCut's exact
+                    per-category counts; what needs every score is not computed, and ``describe`` says so.
 """
 
 from __future__ import annotations
@@ -85,11 +88,13 @@ class ScoreStore(Protocol):
                  prevalence: np.ndarray, category_names, curve_categories) -> dict:
         """The ``ModelRun`` fields of model ``name``'s evaluation."""
 
-    def intervals(self, run, config, excluded) -> tuple[dict, np.ndarray]:
-        """(bootstrap intervals of the summary metrics, (K, 2) score intervals of each category's AUC) of ``run``."""
+    def intervals(self, run, config, excluded) -> tuple[dict, np.ndarray | None]:
+        """(bootstrap intervals of the summary metrics, (K, 2) score intervals of each category's AUC, or None
+        where no AUC is computed) of ``run``."""
 
-    def compare(self, a, b, config, category_names, train_positives, excluded) -> Comparison:
-        """The paired tests of runs ``a`` and ``b`` on the same documents, a − b."""
+    def compare(self, a, b, config, category_names, train_positives, excluded) -> Comparison | None:
+        """The paired tests of runs ``a`` and ``b`` on the same documents, a − b; None where the store keeps too
+        little of the scores for them (``TopKScores``)."""
 
     def top_k(self, runs, k: int) -> tuple:
         """(the labels, {run name: (n, k) each document's k best categories}) of ``runs``."""

@@ -23,16 +23,20 @@ any model; the functions are module-level, so that Dask can pickle them:
 
 3. **scoring** (test documents, once): every model scores every chunk; the scores go to a spill
    file per partition and to running sums and histograms (``mlnb.metrics.streaming``), from
-   which the evaluation is exact per category.
+   which the evaluation is exact per category. With engine.scores = "top_k" (4. **ranking**) each
+   partition's task returns its documents' labels and every model's k best categories instead
+   (``rank_partitions``), concatenated in partition order: n × k, never a spill.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 
 from mlnb.backends.reduce import tree_reduce
@@ -42,6 +46,7 @@ from mlnb.errors import MlnbError
 from mlnb.models.naive_bayes import NaiveBayes
 from mlnb.models.naive_bayes.counts import NBCounts
 from mlnb.models.naive_bayes.sparse_counts import SparseCounts
+from mlnb.study.top_k import index_dtype, rank_rows
 
 
 @dataclass(frozen=True)
@@ -146,8 +151,6 @@ class PartitionMatrices:
     partitions: tuple
 
     def __call__(self, i: int):
-        import scipy.sparse as sp
-
         chunks = list(self.reading.chunks(self.partitions[i]))
         source = self.reading.source
         if not chunks:  # a partition a split left empty counts nothing
@@ -208,7 +211,7 @@ def worker_groups(partitions: list, n_workers: int) -> list[tuple[int, list]]:
 
 def fit_logistic_on_worker(partitions: list, job: LogisticJob, counts: TrainingCounts, coef_init=None,
                            intercept_init=None):
-    """``fit_logistic_here`` as a task (on a Dask worker): the one-machine engine over every partition."""
+    """``fit_logistic_here`` as a task (on a Dask worker): the one-machine minibatch solver over every partition."""
     return fit_logistic_here(job, partitions, counts, coef_init, intercept_init)
 
 
@@ -235,7 +238,7 @@ def lr_pass_partition(group: tuple, job: LogisticJob, start: dict, pass_number: 
 
 def mix(a: WeightedState, b: WeightedState) -> WeightedState:
     """The document-weighted mean of two states (a partition without documents has no say)."""
-    from mlnb.models.minibatch import average_states
+    from mlnb.models.logistic.minibatch import average_states
 
     if not b.documents:
         return a
@@ -335,3 +338,59 @@ def merge_spills(parts, folder):
     if not parts:
         raise MlnbError("no test documents: every document went to the training part")
     return ScoreSpill.concatenate(parts, folder)
+
+
+# -- 4. ranking (engine.scores = "top_k") ---------------------------------------------------------
+@dataclass(frozen=True)
+class Ranking:
+    """How every model's test scores become each document's k best categories (``mlnb.study.top_k``): the
+    models, k, which of them rank themselves (``ranks_by_itself``) and the by-prior rule's replacement."""
+
+    reading: Reading
+    models: dict  # name -> fitted estimator
+    k: int  # eval.ranking_k
+    by_itself: frozenset  # names of the models that rank themselves (``ModelKind.ranks_top_k``, checked)
+    prior: np.ndarray | None  # (K,) prior log-odds that replace untrainable categories' scores ('prior', 'keep')
+    untrainable: np.ndarray  # (indices)
+
+
+@dataclass(eq=False)
+class PartitionRanking:
+    """What ``rank_partitions`` gives for a group of partitions: their documents' labels and ids, and every
+    model's k best categories and their scores (n_group × k each), in the documents' order."""
+
+    Y: object  # CSR int8 (m, K)
+    ids: np.ndarray  # (m,) int64
+    categories: dict  # name -> (m, k)
+    values: dict  # name -> (m, k) float32
+    seconds: dict  # name -> seconds of scoring and ranking
+
+
+def rank_partitions(group: tuple[int, list, int], ranking: Ranking) -> PartitionRanking:
+    """Every model's k best categories of each test document of a group (number, partitions, documents
+    expected) of partitions, chunk by chunk, each chunk a block of rows at a time (``rank_rows``): what a
+    scoring task returns instead of spill files with engine.scores = "top_k" (n × k, never n × K)."""
+    _, partitions, _ = group
+    K = ranking.reading.source.n_categories
+    Y, ids = [], []
+    categories, values = {name: [] for name in ranking.models}, {name: [] for name in ranking.models}
+    seconds = dict.fromkeys(ranking.models, 0.0)
+    for partition in partitions:
+        for chunk in ranking.reading.chunks(partition):
+            Y.append(chunk.Y)
+            ids.append(chunk.ids)
+            for name, model in ranking.models.items():
+                started = time.perf_counter()
+                best, scores = rank_rows(model, chunk.X, ranking.k, K, by_itself=name in ranking.by_itself,
+                                         prior=ranking.prior, untrainable=ranking.untrainable)
+                seconds[name] += time.perf_counter() - started
+                categories[name].append(best)
+                values[name].append(scores)
+    if not Y:  # a partition a split left empty
+        return PartitionRanking(sp.csr_matrix((0, K), dtype=np.int8), np.zeros(0, dtype=np.int64),
+                                {name: np.zeros((0, ranking.k), dtype=index_dtype(K)) for name in ranking.models},
+                                {name: np.zeros((0, ranking.k), dtype=np.float32) for name in ranking.models},
+                                seconds)
+    return PartitionRanking(sp.vstack(Y, format="csr"), np.concatenate(ids),
+                            {name: np.concatenate(parts) for name, parts in categories.items()},
+                            {name: np.concatenate(parts) for name, parts in values.items()}, seconds)

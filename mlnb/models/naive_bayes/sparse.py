@@ -639,4 +639,5 @@ KIND = ModelKind(
     requires_non_negative=lambda options: True,
     score_type=lambda options, task: REGISTERED[options.event_model].score_type(task),
     state_per_weight=lambda options: (0.0, ""),
+    ranks_top_k=True,  # ``SparseNaiveBayes.top_k``: a block of documents at a time, never n × K
     weights="sparse", dense_equivalent="naive_bayes")
