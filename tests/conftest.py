@@ -48,9 +48,9 @@ def _parallel_controller(config) -> bool:
 #: compile, the tutorials, a reference table, whole runs): under pytest-xdist (a file per process, in this order:
 #: `--no-loadscope-reorder` in pyproject.toml) they are handed out first, so that no process is left running one
 #: of them alone at the end while the others wait
-LONGEST_FILES = ("tests/test_precompile.py", "tests/test_docs.py", "tests/test_reference_results.py",
-                 "tests/test_study.py", "tests/test_study_contract.py", "tests/test_init.py", "tests/test_cli.py",
-                 "tests/models/test_sklearn_checks.py", "tests/test_real_configs.py")
+LONGEST_FILES = ("tests/test_precompile.py", "tests/test_init.py", "tests/test_study_contract.py", "tests/test_docs.py",
+                 "tests/test_study.py", "tests/test_cli.py", "tests/models/test_sklearn_checks.py",
+                 "tests/test_real_configs.py", "tests/test_reference_results.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -101,6 +101,26 @@ def svmlight_shards():
     """``svmlight_shards(folder, corpus, parts)``: write a synthetic corpus as svmlight shards, for the tests of
     streamed studies; -> their glob."""
     return _write_svmlight_shards
+
+
+@pytest.fixture(scope="session")
+def dask_address():
+    """The scheduler address of one Dask LocalCluster of 2 worker processes of 1 thread (what a study with
+    ``engine.n_workers = 2`` starts: ``mlnb.backends.dask.DaskBackend``), started when a test first asks and shared
+    by the session's tests that run studies on Dask through ``engine.address`` (tests of starting, losing or
+    killing a cluster start their own). Each cluster costs its workers' start, imports and kernel loads; a study
+    on an address runs the same tasks on the same 2 workers."""
+    pytest.importorskip("distributed")
+    import logging
+
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.CRITICAL, env={"NUMBA_NUM_THREADS": "1"})
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
 
 
 @pytest.fixture(scope="session")

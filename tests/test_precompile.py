@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mlnb import _numba, precompile, progress
+from mlnb import precompile, progress
+from mlnb._kernels import jit as _numba
 
 pytestmark = pytest.mark.skipif(not _numba.HAVE_NUMBA, reason="numba is not installed")
 
@@ -68,17 +69,21 @@ def test_a_package_kernel_compiling_is_announced_once_on_stderr_and_never_quietl
 
 
 @pytest.mark.parametrize("succeeded", [True, False])
-def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(tmp_path, monkeypatch, succeeded):
+def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(tmp_path, monkeypatch, capsys, succeeded):
     """The marker is written whether or not every compiling process succeeded (a combination a platform
     cannot compile then compiles on use), so that no study pays the whole compile again; an interrupt
-    leaves none, so the next study compiles."""
+    leaves none, so the next study compiles. The compile that runs says so on stderr, in one line."""
     marker, calls = tmp_path / "mlnb-kernels-test.ready", []
     monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
     monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
     monkeypatch.setattr(precompile, "compile_all", lambda workers: calls.append(workers) or succeeded)
+    monkeypatch.setitem(precompile._announced, "done", False)
+    monkeypatch.setattr(progress, "_enabled", True)
+    capsys.readouterr()
     precompile.ensure_compiled()
     precompile.ensure_compiled()
     assert len(calls) == 1 and marker.exists()
+    assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith(STATUS)]) == 1
     assert ("failed" in marker.read_text()) is not succeeded
 
     def interrupted(workers):
@@ -126,7 +131,7 @@ def _write_corpora(folder: Path) -> dict:
 
 
 # the second process: a study of each other source (with other event models and updaters), every package
-# kernel numba compiles printed as a JSON list
+# kernel numba compiles, and every listed kernel run with a combination the list lacks, printed as a JSON list
 OTHER_SOURCES = textwrap.dedent("""
     import json, sys
     from numba.core import event
@@ -147,40 +152,50 @@ OTHER_SOURCES = textwrap.dedent("""
     event.register("numba:compile", Record())
     runner = CliRunner()
     for target, settings in json.loads(sys.argv[1]):
-        config = target + ".toml"
-        done = runner.invoke(app, ["init", target, "--out", config, "--force"])
-        assert done.exit_code == 0, done.output
+        config = target if target.endswith(".toml") else target + ".toml"  # a config as it is, or data to init
+        if config != target:
+            done = runner.invoke(app, ["init", target, "--out", config, "--force"])
+            assert done.exit_code == 0, done.output
         arguments = ["run", config, "--out", sys.argv[2]]
         for setting in settings:
             arguments += ["--set", setting]
         done = runner.invoke(app, arguments)
         assert done.exit_code == 0, done.output
         assert "compiling mlnb" not in done.output, done.output
+    # and what an earlier process compiled on use into this cache, which numba loads without compiling: every
+    # combination a listed kernel ran with here is on the list
+    from mlnb import precompile
+    for module, qualname, listed in precompile.tasks():
+        kernel = precompile._kernel(module, qualname)
+        for signature in kernel.signatures if kernel is not None else ():
+            if str(signature) not in listed:
+                compiled.append(f"{module}.{qualname} {signature} (in numba's cache, compiled on use before)")
     print(json.dumps(compiled))
 """)
 
 
 @pytest.mark.slow
-def test_after_one_study_no_study_of_another_source_compiles_anything(tmp_path, first_and_warm_process):
-    """One `mlnb run` fills the cache (and says it compiles, once); in a second process studies of a folder
-    of texts, a ';'-tagged CSV, JSON lines and a Mulan ARFF pair, with other event models and updaters,
-    compile no kernel. A failure lists the kernels and argument types to add to mlnb._kernel_signatures.
-    The cache is the ``first_and_warm_process`` fixture's (below): it holds only what a Python-API
-    study compiled on use and no ready marker, so the run still compiles every other kernel up front, and the
-    suite does not compile the quickstart's kernels from nothing a second time."""
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(first_and_warm_process["cache"])}
-    first = subprocess.run([sys.executable, "-m", "mlnb.cli", "run", "configs/quickstart.toml", "--out", str(tmp_path / "out"),
-                            "--set", "data.synthetic.n_documents=2000"], cwd=PROJECT, env=environment,
-                           capture_output=True, text=True, timeout=1800, check=False)
-    assert first.returncode == 0, first.stderr
-    assert [line for line in first.stderr.splitlines() if line.startswith(STATUS)] != []
+def test_after_one_study_no_study_of_another_source_compiles_anything(tmp_path):
+    """Once the kernels are compiled, as the first `mlnb run` compiles them (``precompile.ensure_compiled``, which
+    ``test_a_finished_compile_is_not_repeated_even_where_a_process_failed`` shows announces it once), studies of a
+    folder of texts, a ';'-tagged CSV, JSON lines and a Mulan ARFF pair, with other event models and updaters, and
+    the four-model config (NB-LR with l1), compile no kernel in a new process, and run no listed kernel with a combination the list lacks (one compiled
+    on use by an earlier process, which numba then loads from the cache without compiling). A failure lists the
+    kernels and argument types to add to mlnb._kernel_signatures. The cache is the package's own (numba's
+    default, or this session's NUMBA_CACHE_DIR): a whole-suite run finds it compiled by ``tests/conftest.py``
+    before the first test, so nothing here compiles the list a second time; a targeted run compiles it here, as
+    a first study would."""
+    precompile.ensure_compiled()
     corpora = _write_corpora(tmp_path)
     runs = [(str(corpora["texts"]), []),
             (str(corpora["csv"]), ["models.nb.event_model=bernoulli", "models.lr.updater=adagrad"]),
             (str(corpora["jsonl"]), ["models.nb.event_model=complement", "models.lr.updater=sgd"]),
-            (str(corpora["arff"]), ["models.nb.event_model=poisson"])]
+            (str(corpora["arff"]), ["models.nb.event_model=poisson"]),
+            # NB-LR (a scale on the LR kernels, with l1) beside NB and LR
+            (str(PROJECT / "configs" / "four_models.toml"), ["data.synthetic.n_documents=1500", "models.nblr.l1=1e-6",
+                                                             "eval.bootstrap=0", "report.plots=false"])]
     second = subprocess.run([sys.executable, "-c", OTHER_SOURCES, json.dumps(runs), str(tmp_path / "out")],
-                            cwd=PROJECT, env=environment, capture_output=True, text=True, timeout=1800, check=False)
+                            cwd=PROJECT, capture_output=True, text=True, timeout=1800, check=False)
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads(second.stdout.splitlines()[-1]) == []
 
@@ -217,9 +232,9 @@ print(json.dumps({"folder": str(folder), "fingerprint": hashlib.sha256(b"".join(
 def first_and_warm_process(tmp_path_factory):
     """Two processes, one after the other, on one NUMBA_CACHE_DIR that is empty before the first, each running
     ``FRESH_AND_WARM_SCRIPT`` (the study first, so that the first process's study compiles what it calls):
-    the first compiles every kernel it calls, the second loads them all from the cache. Shared by the three
+    the first compiles every kernel it calls, the second loads them all from the cache. Shared by the two
     tests of this file that need an empty cache (a first run's compiling apart, fresh and cached machine code
-    give the same bits, no compile for other sources), so that the suite compiles from nothing once; they are
+    give the same bits), so that the suite compiles from nothing once; they are
     in one file so that a parallel run (pytest-xdist, ``--dist loadfile``) keeps them in one process.
     -> {"cache": the cache folder, "first" | "warm": (the script's JSON line as a dict, its stderr)}."""
     folder = tmp_path_factory.mktemp("fresh-numba-cache")

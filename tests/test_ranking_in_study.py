@@ -27,6 +27,14 @@ ENGINES = {"memory": ["data.streaming=false"], "streamed": ["data.streaming=true
            "dask": ["data.streaming=true", 'engine.kind="dask"', "engine.n_workers=2"]}
 
 
+def engine_settings(engine: str, request) -> list[str]:
+    """``ENGINES[engine]``; on Dask, the session's LocalCluster of 2 workers (``dask_address`` in tests/conftest.py)
+    rather than a cluster of the study's own: the same tasks on the same 2 workers."""
+    if engine != "dask":
+        return ENGINES[engine]
+    return ENGINES[engine] + [f'engine.address="{request.getfixturevalue("dask_address")}"']
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, svmlight_shards):
     """Three svmlight shards of a synthetic multilabel corpus, and a config of two count-based models (the same
@@ -113,26 +121,22 @@ ON_DASK = pytest.param("dask", marks=pytest.mark.slow)  # a LocalCluster: second
 
 
 @pytest.mark.parametrize("engine", ["streamed", ON_DASK])
-def test_the_same_ranking_numbers_streamed_and_on_dask(corpus, memory_result, engine):
+def test_the_same_ranking_numbers_streamed_and_on_dask(corpus, memory_result, engine, request):
     """The same documents and the same count-based fits: the same rankings, metrics, intervals and
     comparisons as in memory, to the bit."""
-    if engine == "dask":
-        pytest.importorskip("distributed")
-    result = run_study(load_config(corpus, ENGINES[engine]))
+    result = run_study(load_config(corpus, engine_settings(engine, request)))
     assert result.data["streaming"]["scores"] == "in memory"
     assert _ranking_numbers(result) == _ranking_numbers(memory_result)
     assert result.ranking_comparisons == memory_result.ranking_comparisons
 
 
 @pytest.mark.parametrize("engine", ["streamed", ON_DASK])
-def test_spilled_scores_give_the_in_memory_ranking(corpus, engine, monkeypatch):
+def test_spilled_scores_give_the_in_memory_ranking(corpus, engine, monkeypatch, request):
     """engine.max_score_memory = 1 MiB: the test scores go to disk and the rankings are read from the spill,
     a block of categories at a time (7 here, so that the k best are merged across blocks); the numbers equal
     those of the same study with the scores in memory."""
-    if engine == "dask":
-        pytest.importorskip("distributed")
     monkeypatch.setattr(at_k_study, "SPILL_BLOCK_BYTES", 7 * N_DOCUMENTS)  # a few of the 60 categories a block
-    settings = ENGINES[engine] + ["eval.bootstrap=0"]
+    settings = engine_settings(engine, request) + ["eval.bootstrap=0"]
     spilled = run_study(load_config(corpus, settings + ["engine.max_score_memory=1"]))
     assert spilled.data["streaming"]["scores"] == "spilled to disk"
     held = run_study(load_config(corpus, ENGINES["memory"] + ["eval.bootstrap=0"]))

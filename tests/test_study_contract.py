@@ -29,6 +29,15 @@ STREAMING_KINDS = sorted(name for name, kind in KINDS.items() if kind.streams)
 MEMORY_KINDS = sorted(name for name, kind in KINDS.items() if not kind.streams)
 ENGINES = {"memory": ["data.streaming=false"], "streamed": ["data.streaming=true"],
            "dask": ["data.streaming=true", 'engine.kind="dask"', "engine.n_workers=2"]}
+
+
+def on_shared_cluster(settings: list[str], request) -> list[str]:
+    """``settings`` with a Dask engine sent to the session's LocalCluster of 2 workers (``dask_address`` in
+    tests/conftest.py) rather than to one of its own: the same tasks on the same 2 workers, without a
+    cluster's start, imports and kernel loads for every study."""
+    if 'engine.kind="dask"' not in settings:
+        return settings
+    return settings + [f'engine.address="{request.getfixturevalue("dask_address")}"']
 # per kind, options that make its fit the same on every engine (one minibatch order: no shuffle)
 OPTIONS = {"logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"},
            "nb_logistic": {"shuffle": "false", "npasses": "2", "batch_size": "150"},
@@ -39,7 +48,7 @@ EVENT_MODELS_TOO = {name: ("naive_bayes", {"event_model": f'"{name}"'}) for name
 FULL_BATCH = {"lbfgs": ("logistic", {"solver": '"lbfgs"', "l2": "0.01", "tol": "1e-8", "lbfgs_memory": "30"}),
               # and SVRG: its minibatches in one order (no shuffle), its full passes summed over the chunks; a
               # loose tol and 2 inner passes (~7 outer iterations, still stopped by tol): what is tested is
-              # equality between engines, not the optimum (tests/models/test_svrg.py), and every pass re-reads
+              # equality between engines, not the optimum (tests/models/logistic/test_svrg.py), and every pass re-reads
               # the corpus when streamed (tol 1e-6 and 8 inner passes took ~250 passes)
               "svrg": ("logistic", {"solver": '"svrg"', "l2": "0.01", "tol": "1e-2", "svrg_inner_passes": "2",
                                     "shuffle": "false", "batch_size": "150"})}
@@ -77,7 +86,7 @@ plots = false
 
 
 @pytest.fixture(scope="module")
-def study_on(corpus):
+def study_on(corpus, request):
     """``study_on(engine)`` -> the study of the corpus on that engine, run once per module when first asked
     (memory and streamed in the fast tier; the Dask LocalCluster only for the slow tier's tests)."""
     found = {}
@@ -86,7 +95,7 @@ def study_on(corpus):
         if engine not in found:
             if engine == "dask":
                 pytest.importorskip("distributed")
-            found[engine] = run_study(load_config(corpus[1], ENGINES[engine]))
+            found[engine] = run_study(load_config(corpus[1], on_shared_cluster(ENGINES[engine], request)))
         return found[engine]
 
     return on
@@ -148,7 +157,8 @@ DECISION_COLUMNS = ["model", "category", "accuracy", "precision", "recall", "f1"
 
 @pytest.mark.parametrize("engine", ["streamed", "spilled", *(pytest.param(engine, marks=pytest.mark.slow)
                                                              for engine in ("dask", "dask_spilled"))])  # a cluster
-def test_the_default_decision_rule_decides_alike_in_memory_streamed_spilled_and_on_dask(corpus, tmp_path, engine):
+def test_the_default_decision_rule_decides_alike_in_memory_streamed_spilled_and_on_dask(corpus, tmp_path, engine,
+                                                                                      request):
     """eval.decision = 'auto' (the default) is one rule wherever the study runs and its scores are held:
     the same metrics.csv decision columns, to the bit."""
     if engine.startswith("dask"):
@@ -165,7 +175,8 @@ def test_the_default_decision_rule_decides_alike_in_memory_streamed_spilled_and_
     tables = {}
     for name in ("memory", engine):
         result = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / name), "--quiet",
-                                          *[a for s in settings[name] for a in ("--set", s)]])
+                                          *[a for s in on_shared_cluster(settings[name], request)
+                                            for a in ("--set", s)]])
         assert result.exit_code == 0, result.output
         (metrics,) = (tmp_path / name).rglob("metrics.csv")
         assert 'decision = "pcut"' in (metrics.parent / "config.toml").read_text()

@@ -137,9 +137,9 @@ def test_spilled_scores_give_the_in_memory_evaluation(local_result, spilled_resu
 
 
 @pytest.fixture(scope="module")
-def dask_result(shards):
-    pytest.importorskip("distributed")
-    return run_study(load_config(shards[1], ['engine.kind="dask"', "engine.n_workers=2"]))
+def dask_result(shards, dask_address):
+    """The study on the session's Dask LocalCluster of 2 workers (``dask_address``, tests/conftest.py)."""
+    return run_study(load_config(shards[1], ['engine.kind="dask"', f'engine.address="{dask_address}"']))
 
 
 @pytest.mark.slow
@@ -155,17 +155,16 @@ def test_dask_naive_bayes_and_its_evaluation_equal_one_machine(local_result, das
 
 @pytest.mark.slow
 def test_dask_logistic_regression_on_one_worker_is_one_machine(local_result, dask_result):
-    """engine.minibatch = "one_worker" (the default): the one-machine engine runs on a worker, the same model."""
+    """engine.minibatch = "one_worker" (the default): the one-machine minibatch solver runs on a worker, the same model."""
     for name in ("lr", "nblr"):
         np.testing.assert_array_equal(dask_result.model(name).model.weights_, local_result.model(name).model.weights_)
         assert dask_result.model(name).evaluation.summary == local_result.model(name).evaluation.summary
 
 
 @pytest.mark.slow
-def test_dask_logistic_regression_by_parameter_mixing_is_close_to_one_machine(shards, local_result):
-    pytest.importorskip("distributed")
-    mixed = run_study(load_config(shards[1], ['engine.kind="dask"', "engine.n_workers=2", 'engine.minibatch="mixing"',
-                                              "engine.mix_every=4"]))
+def test_dask_logistic_regression_by_parameter_mixing_is_close_to_one_machine(shards, local_result, dask_address):
+    mixed = run_study(load_config(shards[1], ['engine.kind="dask"', f'engine.address="{dask_address}"',
+                                              'engine.minibatch="mixing"', "engine.mix_every=4"]))
     for name in ("lr", "nblr"):
         here = local_result.model(name).evaluation.summary["macro_auc"]
         there = mixed.model(name).evaluation.summary["macro_auc"]
@@ -205,9 +204,8 @@ def test_what_spilled_scores_cannot_do_is_refused_in_one_line(shards, tmp_path, 
 
 
 @pytest.mark.parametrize("engine", ["local", pytest.param("dask", marks=pytest.mark.slow)])
-def test_a_corrupt_shard_is_one_line_and_leaves_no_results(shards, tmp_path, engine):
-    if engine == "dask":
-        pytest.importorskip("distributed")
+def test_a_corrupt_shard_is_one_line_and_leaves_no_results(shards, tmp_path, engine, request):
+    on_cluster = ["--set", f'engine.address="{request.getfixturevalue("dask_address")}"'] if engine == "dask" else []
     folder = tmp_path / "data"
     folder.mkdir()
     for path in sorted(shards[0].glob("part-*.svm")):
@@ -219,7 +217,7 @@ def test_a_corrupt_shard_is_one_line_and_leaves_no_results(shards, tmp_path, eng
     (tmp_path / "c.toml").write_text(config)
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(tmp_path / "c.toml"), "--out", str(out), "--set",
-                                      f'engine.kind="{engine}"'])
+                                      f'engine.kind="{engine}"', *on_cluster])
     assert result.exit_code == 2
     lines_out = [line for line in result.output.splitlines()
                  if line.strip() and not line.startswith(("LR pass", "dask dashboard: "))]  # progress, not errors

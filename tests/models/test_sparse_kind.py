@@ -192,16 +192,15 @@ def _stacked(blocks) -> sp.csr_matrix:
 # -- the trainer's counters under a budget (what the kind's streamed fit reads) ------------------------------
 @pytest.fixture(scope="module", params=["local", pytest.param("dask", marks=pytest.mark.slow)])
 def backend(request):
-    """This process, or a Dask LocalCluster of 2 workers (a few seconds to start)."""
+    """This process, or the session's Dask LocalCluster of 2 workers (``dask_address`` in tests/conftest.py)."""
     if request.param == "local":
         from mlnb.backends.local import LocalBackend
 
         yield LocalBackend()
         return
-    pytest.importorskip("distributed")
     from mlnb.backends.dask import DaskBackend
 
-    with DaskBackend(n_workers=2) as started:
+    with DaskBackend(address=request.getfixturevalue("dask_address")) as started:
         yield started
 
 

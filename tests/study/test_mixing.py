@@ -35,8 +35,8 @@ def test_a_source_without_row_ranges_keeps_its_partitions_whole():
 
 
 @pytest.mark.slow
-def test_mixing_rarer_than_asked_is_one_warning(tmp_path, svmlight_shards):
-    pytest.importorskip("distributed")
+def test_mixing_rarer_than_asked_is_one_warning(tmp_path, svmlight_shards, dask_address):
+    """On the session's Dask LocalCluster of 2 workers (``dask_address`` in tests/conftest.py)."""
     from mlnb.study import run_study
 
     corpus = make_rcv1_like(n_documents=2400, n_features=300, n_categories=6, seed=1)
@@ -57,7 +57,7 @@ batch_size = 50
 npasses = 1
 [engine]
 kind = "dask"
-n_workers = 2
+address = "{dask_address}"
 minibatch = "mixing"
 mix_every = 1
 [eval]

@@ -1,8 +1,6 @@
 """Naive Bayes counters on a real Dask LocalCluster (two worker processes) equal the in-memory ones bit
 for bit, gathered into memory or written by the workers as a CountStore."""
 
-import logging
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -36,15 +34,13 @@ def weighted(corpus):
 
 
 @pytest.fixture(scope="module")
-def client():
-    from distributed import Client, LocalCluster
+def client(dask_address):
+    """A client of the session's LocalCluster of 2 worker processes (``dask_address`` in tests/conftest.py)."""
+    from distributed import Client
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.CRITICAL, env={"NUMBA_NUM_THREADS": "1"})
-    dask_client = Client(cluster, set_as_default=False)
+    dask_client = Client(dask_address, set_as_default=False)
     yield dask_client
     dask_client.close()
-    cluster.close()
 
 
 def _in_memory(make_chunk, chunk_ids, presence=False) -> SparseCounts:
