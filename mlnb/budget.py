@@ -135,10 +135,10 @@ def estimate(config, shape: DataShape, keys: dict | None = None) -> list[Need]:
     needs += _sparse_weights([spec for spec in models if spec not in dense], shape, keys)
     needs += _solver_needs(models, shape)
     for spec in models:
-        n_jobs = getattr(spec.options, "n_jobs", 1)
-        if isinstance(n_jobs, int) and n_jobs > 1:
-            needs.append(Need(f"{n_jobs} worker processes of {spec.name}", float(WORKER_BYTES * n_jobs),
-                              f"models.{spec.name}.n_jobs = {n_jobs}"))
+        processes, key = spec.processes()
+        if processes > 1:
+            needs.append(Need(f"{processes} worker processes of {spec.name}", float(WORKER_BYTES * processes),
+                              f"models.{spec.name}.{key}"))
     engine = getattr(config, "engine", None)
     if engine is not None and engine.kind == "dask" and config.data.streaming:
         state = 16.0 * (shape.n_features or 0) * (shape.n_categories or 1) * len(dense)  # W and its optimiser's

@@ -14,7 +14,6 @@ import dataclasses
 import datetime
 import difflib
 import math
-import os
 import re
 import tomllib
 import typing
@@ -40,8 +39,6 @@ MAX_ROC_POINTS = 100_000
 MAX_CONFIG_BYTES = 16 * 2**20
 # eval.confidence's least level: 0.5 + level/2 > 0.5 in float64 from level > 2^-53 ≈ 1.1e-16 on
 MIN_CONFIDENCE = 1e-15
-MAX_JOBS = 256  # n_jobs of any model kind: processes, each with its own interpreter and a copy of its data
-MAX_PASSES = 100_000  # npasses of any model kind (as curve.max_passes): passes over the training data
 # Lengths of the text a config names things with: a study's name names the results folder (with '-sweep', and
 # within the 255 bytes of a file name), a model's name names files and columns (pairs of them: plot files), a
 # label is one line of the report; any other string (a path, an address) is at most PATH_MAX.
@@ -286,6 +283,10 @@ class ModelSpec:
         """(Bytes per weight its kind's solver holds besides W, the option that sets them), for mlnb.budget."""
         return get_kind(self.kind).state_per_weight(self.options)
 
+    def processes(self) -> tuple[int, str]:
+        """(The worker processes one fit starts, the option that sets them), from its kind, for mlnb.budget."""
+        return get_kind(self.kind).processes(self.options)
+
     def weights(self, task: str = "multilabel") -> tuple[str, list[str]]:
         """(How its kind holds its weights, 'dense' V × K or 'sparse' pairs; the kinds with sparse weights that give
         its scores in ``task``), for mlnb.budget."""
@@ -524,14 +525,6 @@ def _build_model(name: str, table, source: str, overridden: set, set_label: str)
                         f"of at most {MAX_LABEL_LENGTH} characters, no control characters (it names the model in "
                         f"tables, legends and report.md), got {shown(label)}")
     options = _build(kind.options, table, prefix, source, overridden, set_label)
-    npasses = getattr(options, "npasses", None)
-    if isinstance(npasses, int) and npasses > MAX_PASSES:
-        raise MlnbError(f"{_origin(prefix + 'npasses', source, overridden, set_label)}: {prefix}npasses: expected a "
-                        f"value <= {MAX_PASSES} (passes over the training data), got {npasses}")
-    n_jobs = getattr(options, "n_jobs", None)
-    if isinstance(n_jobs, int) and n_jobs > MAX_JOBS:
-        raise MlnbError(f"{_origin(prefix + 'n_jobs', source, overridden, set_label)}: {prefix}n_jobs: expected a value "
-                        f"<= {MAX_JOBS} (worker processes; this machine has {os.cpu_count()} cores), got {n_jobs}")
     return ModelSpec(name=name, kind=kind.name, options=options, **generic)
 
 

@@ -334,3 +334,47 @@ def test_every_function_has_a_caller_outside_the_tests():
              for item in scan.get_unused_code(min_confidence=60)
              if item.typ in ("function", "method", "property", "class")]
     assert found == []
+
+
+def _kind_specific_options() -> set[str]:
+    """Option names some registered kinds have and others lack: one kind's options (npasses, n_jobs, ...)."""
+    import dataclasses
+
+    fields = [{f.name for f in dataclasses.fields(kind.options)} for kind in KINDS.values()]
+    return set().union(*fields) - set.intersection(*fields)
+
+
+def _option_reads(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each read of a kind-specific option on an ``options`` object: ``options.npasses``,
+    ``spec.options.n_jobs``, ``getattr(spec.options, "lrate_per_category", ...)``, ``hasattr(options, "batch_size")``."""
+    def is_options(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "options") or \
+            (isinstance(node, ast.Attribute) and node.attr == "options")
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names and is_options(node.value):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+                and len(node.args) >= 2 and is_options(node.args[0]) and isinstance(node.args[1], ast.Constant) \
+                and node.args[1].value in names:
+            found.append((node.lineno, node.args[1].value))
+    return found
+
+
+def test_no_kind_option_is_read_outside_the_models():
+    """A command asks the kind what its options mean (``ModelKind.schedule``, ``idle_options``, ``check_data``,
+    ``processes``, ``least_passes``, ...); outside mlnb/models/ no code reads an option only some kinds have."""
+    names = _kind_specific_options()
+    assert {"npasses", "n_jobs", "batch_size", "lrate_per_category"} <= names  # the check looks for them
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}" for path in sorted(PACKAGE.rglob("*.py"))
+             if not path.is_relative_to(PACKAGE / "models")
+             for line, name in _option_reads(ast.parse(path.read_text(encoding="utf-8")), names)]
+    assert found == []
+
+
+def test_the_option_check_finds_each_form_of_read():
+    code = ("a = spec.options.npasses\nb = getattr(spec.options, 'n_jobs', 1)\nc = hasattr(options, 'batch_size')\n"
+            "d = options.lrate_per_category\ne = spec.options\nf = getattr(x, 'npasses')\ng = config.npasses\n")
+    assert _option_reads(ast.parse(code), {"npasses", "n_jobs", "batch_size", "lrate_per_category"}) == [
+        (1, "npasses"), (2, "n_jobs"), (3, "batch_size"), (4, "lrate_per_category")]

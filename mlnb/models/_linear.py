@@ -83,6 +83,9 @@ def prior_log_odds(counts, n: int, link: str = "sigmoid") -> np.ndarray:
     return np.log(N + 0.5) - np.log(n - N + 0.5)
 
 
+#: n_jobs of a kind fitted category by category: processes, each with its own interpreter and a copy of its data
+MAX_JOBS = 256
+
 def fit_each_category(X, Y: sp.csr_matrix, fit_one, n_jobs: int = 1, description: str = "categories"):
     """One-vs-rest with a per-category binary learner, stacked into one linear model.
 

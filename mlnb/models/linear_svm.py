@@ -36,7 +36,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from mlnb.errors import MlnbError
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, fit_each_category
+from mlnb.models._linear import (MAX_JOBS, LinearMultilabelModel, as_csr_float32, as_label_matrix,
+                                fit_each_category)
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
@@ -64,7 +65,8 @@ class LinearSVMOptions:
     dual: str = option("auto", "problem solved: 'auto' (scikit-learn's choice: the dual when there are fewer "
                                "documents than features, else the primal), 'dual' or 'primal' "
                                "(the hinge loss has the dual only)", choices=DUALS)
-    n_jobs: int = option(1, "categories fitted in parallel (processes)", min=1)
+    n_jobs: int = option(1, "categories fitted in parallel (processes, at most 256: each holds an interpreter and a copy of the data)", min=1,
+                         max=MAX_JOBS)
 
 
 _DEFAULTS = LinearSVMOptions()
@@ -191,4 +193,5 @@ KIND = ModelKind(
     help="linear SVM by scikit-learn's LinearSVC, one category at a time (margins, not log-odds)",
     describe=lambda o: f"Linear SVM ({o.loss.replace('_', ' ')}, C {o.C:g}"
                        + (", balanced" if o.class_weight == "balanced" else "") + ")",
-    check=_check_options, score_type=lambda options, task: "margin")
+    check=_check_options, score_type=lambda options, task: "margin",
+    processes=lambda options: (options.n_jobs, f"n_jobs = {options.n_jobs}"))

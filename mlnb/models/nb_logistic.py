@@ -54,6 +54,7 @@ from sklearn.base import BaseEstimator
 from mlnb.errors import MlnbError
 from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix
 from mlnb.models.logistic import LogisticRegression, MinibatchOptions, least_passes, minibatch_params
+from mlnb.models.logistic.options import check_data, fixed_updates, idle_options, schedule_of
 from mlnb.models.naive_bayes import NaiveBayes
 from mlnb.models.registry import CountRequest, ModelKind
 from mlnb.options import option
@@ -219,4 +220,5 @@ KIND = ModelKind(
     params=_params, fit_arguments=_fit_arguments,
     least_passes=_least_passes,
     fits_from="minibatch", count_request=_count_request, fit_streamed=_fit_streamed,
+    schedule=fixed_updates, schedule_of=schedule_of, idle_options=idle_options, check_data=check_data,
     requires_non_negative=lambda options: True)  # R is multinomial NB's: counts or presence

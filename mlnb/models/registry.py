@@ -111,6 +111,22 @@ def _one_pass(options) -> tuple[int, str]:
     return 1, ""
 
 
+def _no_idle_options(options) -> dict[str, str]:
+    return {}
+
+
+def _no_schedule(options) -> dict:
+    return {}
+
+
+def _fits_any_data(options, n_categories: int) -> str:
+    return ""
+
+
+def _one_process(options) -> tuple[int, str]:
+    return 1, ""
+
+
 def _no_state(options) -> tuple[float, str]:
     return 0.0, ""
 
@@ -131,6 +147,9 @@ class ModelKind:
                    "multiclass" (one class per document: joint log-likelihood per class, softmax)
     check        : (options, task) -> raises MlnbError for a combination of options that cannot work
                    (called when the config is loaded, before any data is read)
+    check_data   : (options, the data's number of categories) -> what in its options does not fit the data, as
+                   "<option> has …" (the study names the model's key before it), or "" (checked once the data's
+                   categories are known)
 
     What it can do, asked by the study (which never compares a kind's name):
 
@@ -151,10 +170,20 @@ class ModelKind:
                            (those of ``decision_function(X)``), without forming the n × K scores: a study that
                            keeps only each document's k best (engine.scores = "top_k") asks it instead
 
+    What the commands that vary a model ask it (``mlnb.studies``):
+
+    schedule             : (options, size, n_full, max_passes) -> the options for a training sample of ``size`` of
+                           the ``n_full`` documents that make as many updates as the full-size fit (curve.schedule =
+                           "fixed_updates"), or None (the default): the same options at every size
+    schedule_of          : options -> the options a schedule sets, by name, as ``curve.csv`` records them ({}: none)
+    idle_options         : options -> {option: why it does nothing with these options} (a sweep over it is refused)
+
     What one fit costs, for the work estimate of :mod:`mlnb.work` and the memory estimate of :mod:`mlnb.budget`:
 
     least_passes         : options -> (the least passes over its training documents one fit makes, the
                            option that sets them as 'npasses = 2', or '' when none does)
+    processes            : options -> (the worker processes one fit starts, the option that sets them as
+                           'n_jobs = 4', or '' when none does): each holds an interpreter and a copy of its data
     state_per_weight     : options -> (bytes per weight (V·K) its solver holds besides W and the 16 bytes
                            the estimate counts for every model, the option that sets them), e.g. L-BFGS's pairs
     weights              : how it holds its weights, one of ``WEIGHTS``: "dense" V × K (refused when that
@@ -173,6 +202,7 @@ class ModelKind:
     fit_arguments: Callable[[Any, dict, Any], dict] = _no_arguments
     tasks: tuple = ("multilabel",)
     check: Callable[[Any, str], None] = _no_check  # (options, task) -> MlnbError for what no single option shows
+    check_data: Callable[[Any, int], str] = _fits_any_data
     fits_from: str = "memory"
     count_request: Callable[[Any], CountRequest | None] = _no_counts
     fit_streamed: Callable[[Any, Any, dict, StreamTrainer], Any] | None = None
@@ -180,7 +210,11 @@ class ModelKind:
     requires_non_negative: Callable[[Any], bool] = _any_input
     score_type: Callable[[Any, str], str] = _log_odds
     ranks_top_k: bool = False
+    schedule: Callable[[Any, int, int, int], Any] | None = None
+    schedule_of: Callable[[Any], dict] = _no_schedule
+    idle_options: Callable[[Any], dict] = _no_idle_options
     least_passes: Callable[[Any], tuple[int, str]] = _one_pass
+    processes: Callable[[Any], tuple[int, str]] = _one_process
     state_per_weight: Callable[[Any], tuple[float, str]] = _no_state
     weights: str = "dense"
     dense_equivalent: str = ""

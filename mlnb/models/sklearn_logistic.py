@@ -23,7 +23,9 @@ from sklearn.base import BaseEstimator
 from sklearn.linear_model import SGDClassifier
 
 from mlnb.errors import MlnbError
-from mlnb.models._linear import LinearMultilabelModel, as_csr_float32, as_label_matrix, fit_each_category
+from mlnb.models._linear import (MAX_JOBS, LinearMultilabelModel, as_csr_float32, as_label_matrix,
+                                fit_each_category)
+from mlnb.models.logistic.options import MAX_PASSES
 from mlnb.models.registry import ModelKind
 from mlnb.options import option
 
@@ -38,9 +40,11 @@ class SklearnSGDOptions:
     alpha: float = option(1e-4, "regularisation strength (scikit-learn's default)", min=0)
     penalty: str = option("l2", "regulariser", choices=PENALTIES)
     l1_ratio: float = option(0.15, "elastic-net mixing, 0 = l2 .. 1 = l1", min=0, max=1)
-    npasses: int = option(2, "passes (epochs) over the training data, always run in full", min=1)
+    npasses: int = option(2, "passes (epochs) over the training data, always run in full (at most 100000)", min=1,
+                          max=MAX_PASSES)
     average: bool = option(False, "averaged SGD")
-    n_jobs: int = option(1, "categories fitted in parallel (processes)", min=1)
+    n_jobs: int = option(1, "categories fitted in parallel (processes, at most 256: each holds an interpreter and a copy of the data)", min=1,
+                         max=MAX_JOBS)
 
 
 _DEFAULTS = SklearnSGDOptions()
@@ -121,4 +125,5 @@ KIND = ModelKind(
     name="sklearn_sgd", estimator=SklearnLogisticRegression, options=SklearnSGDOptions,
     help="logistic regression by scikit-learn's SGDClassifier, one category at a time (the reference)",
     describe=lambda o: "Logistic regression (sklearn SGD, one category at a time)",
-    least_passes=lambda options: (options.npasses, f"npasses = {options.npasses}"))
+    least_passes=lambda options: (options.npasses, f"npasses = {options.npasses}"),
+    processes=lambda options: (options.n_jobs, f"n_jobs = {options.n_jobs}"))

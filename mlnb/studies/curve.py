@@ -19,7 +19,6 @@ curves' crossings like the summary metrics'. Multiclass records none, as the run
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,6 +27,7 @@ import pandas as pd
 from mlnb import progress
 from mlnb.config import StudyConfig
 from mlnb.errors import MlnbError
+from mlnb.models import get_kind
 from mlnb.data.hashing import hash_unit
 from mlnb.study.documents import PURPOSES, Bucket
 from mlnb.studies.ranking import ranking_columns, ranking_of_loop
@@ -86,8 +86,8 @@ def crossings(sizes: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[float]:
 def scheduled(config: StudyConfig, size: int, n_full: int) -> StudyConfig:
     """The config for a training sample of ``size`` documents.
 
-    With ``curve.schedule = "fixed_updates"``, every minibatch model (options ``batch_size`` and
-    ``npasses``) makes as many updates as its full-size fit would, U = npasses·⌈n/B⌉: the batch
+    With ``curve.schedule = "fixed_updates"``, every model whose kind declares a ``schedule`` (the minibatch
+    kinds: options ``batch_size`` and ``npasses``) makes as many updates as its full-size fit would, U = npasses·⌈n/B⌉: the batch
     shrinks to B′ = min(B, max(10, ⌈size/10⌉)) so that even 100 documents give ten minibatches a
     pass, and npasses′ = min(max_passes, ⌈U / ⌈size/B′⌉⌉). The same passes at every size would give
     100 documents 2 updates and 781k documents 1,564: the curve would then measure the schedule,
@@ -97,12 +97,9 @@ def scheduled(config: StudyConfig, size: int, n_full: int) -> StudyConfig:
         return config
     models = {}
     for name, spec in config.models.items():
-        options = spec.options
-        if hasattr(options, "batch_size") and hasattr(options, "npasses"):
-            updates = options.npasses * math.ceil(n_full / options.batch_size)
-            batch = min(options.batch_size, max(10, math.ceil(size / 10)))
-            npasses = min(config.curve.max_passes, math.ceil(updates / math.ceil(size / batch)))
-            spec = replace(spec, options=replace(options, batch_size=batch, npasses=max(1, npasses)))
+        schedule = get_kind(spec.kind).schedule  # a minibatch kind's: ``mlnb.models.logistic.options.fixed_updates``
+        if schedule is not None:
+            spec = replace(spec, options=schedule(spec.options, size, n_full, config.curve.max_passes))
         models[name] = spec
     return replace(config, models=models)
 
@@ -143,10 +140,9 @@ def run_curve(config: StudyConfig) -> CurveResult:
             finally:
                 loop.store.close()
             for run in loop.runs:
-                options = sized.models[run.name].options
+                spec = sized.models[run.name]
                 rows.append({"model": run.name, "size": size, "seed": seed, "fit_seconds": run.fit_seconds,
-                             "batch_size": getattr(options, "batch_size", np.nan),
-                             "npasses": getattr(options, "npasses", np.nan),
+                             "batch_size": np.nan, "npasses": np.nan, **get_kind(spec.kind).schedule_of(spec.options),
                              **{m: run.evaluation.summary[m] for m in metrics}, **ranked[run.name]})
     table = pd.DataFrame(rows)
     crossed = list(metrics) + list(ranking)

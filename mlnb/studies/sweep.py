@@ -53,6 +53,7 @@ from mlnb.study.documents import Bucket, InMemoryDocuments
 from mlnb.errors import MlnbError
 from mlnb.features import FeatureTransform
 from mlnb.metrics.evaluation import LOWER_IS_BETTER
+from mlnb.models import get_kind
 from mlnb.studies.ranking import ranking_columns, ranking_of_loop
 from mlnb.study import in_memory_documents, open_documents, prepare_data, run_on
 from mlnb.study.top_k import metrics_kept
@@ -320,5 +321,6 @@ def _check_keys_matter(grid: dict, config: StudyConfig, model: str) -> None:
         if name not in fitted:
             raise MlnbError(f"sweep.params: {key} does nothing to the deciding model {model!r} (sweep.model), "
                             f"which is fitted from {', '.join(fitted)} only")
-        if option == "lrate" and getattr(enabled[name].options, "lrate_per_category", None):
-            raise MlnbError(f"sweep.params: {key} does nothing while models.{name}.lrate_per_category is set")
+        idle = get_kind(enabled[name].kind).idle_options(enabled[name].options)
+        if option in idle:
+            raise MlnbError(f"sweep.params: {key} does nothing while models.{name}.{idle[option]}")

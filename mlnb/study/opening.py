@@ -83,10 +83,9 @@ def _check_against_data(config: StudyConfig, category_names) -> None:
         raise MlnbError(f"report.category = {config.report.category} is out of range: the data has "
                         f"{n_categories} categories (0..{n_categories - 1})")
     for spec in config.study_models():
-        per_category = getattr(spec.options, "lrate_per_category", [])
-        if per_category and len(per_category) != n_categories:
-            raise MlnbError(f"models.{spec.name}.lrate_per_category has {len(per_category)} values but the "
-                            f"data has {n_categories} categories")
+        problem = get_kind(spec.kind).check_data(spec.options, n_categories)  # e.g. one value per category
+        if problem:
+            raise MlnbError(f"models.{spec.name}.{problem}")
 
 
 def open_documents(config: StudyConfig):

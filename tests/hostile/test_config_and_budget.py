@@ -36,7 +36,7 @@ def test_schema_bounds(refused, override, expected):
 
 @pytest.mark.parametrize("kind", ["sklearn_sgd", "linear_svm"])
 def test_n_jobs_bound(refused, kind):
-    refused("models.par.n_jobs: expected a value <= 256 (worker processes", "got 1000",
+    refused("models.par.n_jobs: expected a value <= 256", "got 1000",
             args=["--set", f"models.par.kind={kind}", "--set", "models.par.n_jobs=1000"])
 
 
@@ -142,6 +142,29 @@ def test_dask_workers_of_a_local_cluster_are_in_the_estimate():
     remote = load_config(None, streamed + ["engine.n_workers=64", 'engine.address="tcp://127.0.0.1:8786"'])
     assert {n.key: n.bytes for n in estimate(remote, *budget.data_shape(remote))}["engine.n_workers = 64"] == state
 
+
+
+@pytest.mark.parametrize("kind", ["sklearn_sgd", "linear_svm"])
+def test_the_worker_processes_a_kind_declares_are_in_the_estimate(kind):
+    """A kind fitted category by category in n_jobs processes (``ModelKind.processes``) holds an interpreter and a
+    copy of the data in each: the estimate counts them, keyed by the option; one process counts nothing."""
+    config = load_config(None, [f"models.par.kind={kind!r}", "models.par.n_jobs=4"])
+    needs = {n.key: n for n in estimate(config, DataShape(80, 20, 1000, 7, 500))}
+    assert needs["models.par.n_jobs = 4"].bytes == 4 * budget.WORKER_BYTES
+    assert needs["models.par.n_jobs = 4"].what == "4 worker processes of par"
+    one = load_config(None, [f"models.par.kind={kind!r}"])
+    assert not any("worker processes" in n.what for n in estimate(one, DataShape(80, 20, 1000, 7, 500)))
+
+
+def test_one_learning_rate_per_category_must_match_the_datas_categories():
+    """``ModelKind.check_data``: checked once the data's categories are known, in one line naming the key."""
+    from mlnb.study.opening import _check_against_data
+
+    config = load_config(None, ["models.lr.lrate_per_category=[0.1, 0.2]"])
+    with pytest.raises(MlnbError, match=r"^models\.lr\.lrate_per_category has 2 values but the data has 3 "
+                                        r"categories$"):
+        _check_against_data(config, ["a", "b", "c"])
+    _check_against_data(config, ["a", "b"])  # two rates for two categories
 
 def test_one_bootstrap_resample_is_refused_when_the_config_is_loaded():
     with pytest.raises(MlnbError, match=r"eval\.bootstrap = 1: a single resample gives a zero-width interval"):

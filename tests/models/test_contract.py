@@ -262,3 +262,23 @@ def test_logistic_streamed_from_another_model_starts_where_fit_does(data):
         data.X_train, data.Y_train)
     with pytest.raises(MlnbError, match="not one row per feature"):
         kind.fit_streamed(kind.build(options), dataclasses.replace(options, init_from="gnb"), fitted, trainer)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_what_the_commands_ask_a_kind_is_about_its_own_options(name):
+    """schedule, schedule_of, idle_options, check_data and processes answer in terms of the kind's own options:
+    a schedule gives options of the same class that make at least one pass; what it sets and what a sweep
+    would leave idle are option names; any data fits the default options; a fit starts at least one process."""
+    kind = KINDS[name]
+    options = kind.options()
+    fields = {f.name for f in dataclasses.fields(kind.options)}
+    if kind.schedule is not None:
+        small = kind.schedule(options, 100, 20_000, 200)
+        assert type(small) is type(options) and kind.least_passes(small)[0] >= 1
+        assert set(kind.schedule_of(small)) <= fields and kind.schedule_of(small)
+    else:
+        assert kind.schedule_of(options) == {}
+    assert set(kind.idle_options(options)) <= fields
+    assert kind.check_data(options, 7) == ""
+    processes, key = kind.processes(options)
+    assert processes >= 1 and (key == "" or key.split(" = ")[0] in fields)

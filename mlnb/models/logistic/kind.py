@@ -6,7 +6,8 @@ from __future__ import annotations
 from mlnb.errors import MlnbError
 from mlnb.models.logistic import array
 from mlnb.models.logistic.estimator import LogisticRegression
-from mlnb.models.logistic.options import LogisticOptions, least_passes, minibatch_params, state_per_weight
+from mlnb.models.logistic.options import (LogisticOptions, check_data, fixed_updates, idle_options, least_passes,
+                                          minibatch_params, schedule_of, state_per_weight)
 from mlnb.models.registry import ModelKind
 
 
@@ -49,4 +50,5 @@ KIND = ModelKind(
     params=_params, uses=lambda o: [o.init_from] if o.init_from else [],
     fit_arguments=_fit_arguments, tasks=("multilabel", "multiclass"),
     fits_from="minibatch", fit_streamed=_fit_streamed, least_passes=least_passes, state_per_weight=state_per_weight,
-    fit_on_device=array.fit_on_device)  # the minibatch solver (the others: None, on the CPU)
+    fit_on_device=array.fit_on_device, schedule=fixed_updates, schedule_of=schedule_of, idle_options=idle_options,
+    check_data=check_data)  # the minibatch solver (the others: None, on the CPU)

@@ -4,7 +4,8 @@ help and bounds in one place (the estimator's constructor defaults are these), a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from mlnb.models.logistic.minibatch import UPDATERS
 from mlnb.options import option
@@ -20,6 +21,8 @@ TO_OPTIMUM = ("lbfgs", "svrg")
 MAX_SOLVER_ITERATIONS = 100_000
 MAX_INNER_PASSES = 1_000
 MAX_LBFGS_MEMORY = 1_000
+#: npasses of any minibatch model (as curve.max_passes): passes over the training data
+MAX_PASSES = 100_000
 #: svrg_step < this: the step c = η/(h + v/(m·h)) contracts along one coordinate iff η < 2 (``svrg.py``)
 MAX_SVRG_STEP = 2.0
 
@@ -34,7 +37,7 @@ class MinibatchOptions:
     lrate_per_category: list[float] = option([], "one learning rate per category (overrides lrate)",
                                              min=0, exclusive_min=True)
     batch_size: int = option(1000, "documents per minibatch", min=1)
-    npasses: int = option(2, "passes over the training data", min=1)
+    npasses: int = option(2, "passes over the training data (at most 100000)", min=1, max=MAX_PASSES)
     l1: float = option(0.0, "L1 regularisation", min=0)
     l2: float = option(1e-4, "L2 regularisation (as scikit-learn's SGD alpha default)", min=0)
     texp: float = option(0.5, "step scale t^(-texp) over minibatches t", min=0)
@@ -102,3 +105,32 @@ def minibatch_params(options: MinibatchOptions) -> dict:
                 batch_size=options.batch_size, npasses=options.npasses, l1=options.l1, l2=options.l2,
                 texp=options.texp, vexp=options.vexp, epsilon=options.epsilon, shuffle=options.shuffle,
                 kernel=options.kernel)
+
+
+def fixed_updates(options: MinibatchOptions, size: int, n_full: int, max_passes: int) -> MinibatchOptions:
+    """The options for a training sample of ``size`` of the ``n_full`` documents (curve.schedule =
+    "fixed_updates") that make as many updates as the full-size fit, U = npasses·⌈n_full/B⌉: the batch shrinks to
+    B′ = min(B, max(10, ⌈size/10⌉)), so that even 100 documents give ten minibatches a pass, and
+    npasses′ = max(1, min(max_passes, ⌈U / ⌈size/B′⌉⌉))."""
+    updates = options.npasses * math.ceil(n_full / options.batch_size)
+    batch = min(options.batch_size, max(10, math.ceil(size / 10)))
+    npasses = min(max_passes, math.ceil(updates / math.ceil(size / batch)))
+    return replace(options, batch_size=batch, npasses=max(1, npasses))
+
+
+def schedule_of(options: MinibatchOptions) -> dict:
+    """The options a schedule sets, as ``curve.csv`` records them."""
+    return {"batch_size": options.batch_size, "npasses": options.npasses}
+
+
+def idle_options(options: MinibatchOptions) -> dict[str, str]:
+    """Options these options make idle -> why (a sweep over one would differ only by noise)."""
+    return {"lrate": "lrate_per_category is set"} if options.lrate_per_category else {}
+
+
+def check_data(options: MinibatchOptions, n_categories: int) -> str:
+    """One learning rate per category, when given, for each of the data's categories."""
+    per_category = options.lrate_per_category
+    if per_category and len(per_category) != n_categories:
+        return f"lrate_per_category has {len(per_category)} values but the data has {n_categories} categories"
+    return ""
