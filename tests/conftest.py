@@ -103,6 +103,26 @@ def svmlight_shards():
     return _write_svmlight_shards
 
 
+def _write_svmlight_study(folder: Path, corpus, parts: int, rest: str, chunk_size: int) -> Path:
+    """``corpus`` as ``parts`` svmlight shards in ``folder`` and ``folder``/study.toml reading them (``[data]`` with
+    ``chunk_size``, ``[data.svmlight]`` with the corpus's shape) followed by ``rest`` (the models, eval and report
+    tables); -> the config's path."""
+    glob = _write_svmlight_shards(folder, corpus, parts)
+    V, K = corpus.X.shape[1], corpus.Y.shape[1]
+    config = folder / "study.toml"
+    config.write_text(f'[data]\nsource = "svmlight"\nchunk_size = {chunk_size}\n[data.svmlight]\npath = "{glob}"\n'
+                      f"n_features = {V}\nn_categories = {K}\n{rest.lstrip()}")
+    return config
+
+
+@pytest.fixture(scope="session")
+def svmlight_study():
+    """``svmlight_study(folder, corpus, parts, rest, chunk_size=200)``: a synthetic corpus as svmlight shards and a
+    study config that reads them, ``rest`` (its models, eval and report tables) after the data tables; -> its path."""
+    return lambda folder, corpus, parts, rest, chunk_size=200: _write_svmlight_study(folder, corpus, parts, rest,
+                                                                                     chunk_size)
+
+
 @pytest.fixture(scope="session")
 def dask_address():
     """The scheduler address of one Dask LocalCluster of 2 worker processes of 1 thread (what a study with

@@ -18,21 +18,11 @@ N_FEATURES, N_CATEGORIES = 300, 10
 
 
 @pytest.fixture(scope="module")
-def studies(tmp_path_factory, svmlight_shards):
+def studies(tmp_path_factory, svmlight_study):
     """(in memory, streamed with engine.scores = 'disk') results of one study of two count-based models (the same
     fits, bit for bit, read whole or in chunks) with the ranking metrics at 5."""
-    folder = tmp_path_factory.mktemp("stores")
-    svmlight_shards(folder, make_rcv1_like(n_documents=1000, n_features=N_FEATURES, n_categories=N_CATEGORIES,
-                                           seed=5), 2)
-    config = folder / "study.toml"
-    config.write_text(f"""
-[data]
-source = "svmlight"
-chunk_size = 150
-[data.svmlight]
-path = "{folder}/part-*.svm"
-n_features = {N_FEATURES}
-n_categories = {N_CATEGORIES}
+    config = svmlight_study(tmp_path_factory.mktemp("stores"), make_rcv1_like(
+        n_documents=1000, n_features=N_FEATURES, n_categories=N_CATEGORIES, seed=5), 2, """
 [models.nb]
 kind = "naive_bayes"
 [models.cnb]
@@ -45,7 +35,7 @@ ranking_k = 5
 [report]
 category = 1
 plots = false
-""")
+""", chunk_size=150)
     memory = run_study(load_config(config, ["data.streaming=false"]))
     spilled = run_study(load_config(config, ["data.streaming=true", 'engine.scores="disk"']))
     return memory, spilled

@@ -34,21 +34,11 @@ REFERENCE = ["eval.decision='rcut'", "eval.rcut_k=5"]
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, svmlight_shards):
+def corpus(tmp_path_factory, svmlight_study):
     """Three svmlight shards of a synthetic multilabel corpus with untrainable categories, and a study of a dense
     NB, a complement NB and a sparse NB (the kind that ranks itself), by their training prior where untrainable."""
-    folder = tmp_path_factory.mktemp("top_k")
     data = make_rcv1_like(n_documents=N_DOCUMENTS, n_features=N_FEATURES, n_categories=N_CATEGORIES, seed=5)
-    svmlight_shards(folder, data, 3)
-    config = folder / "study.toml"
-    config.write_text(f"""
-[data]
-source = "svmlight"
-chunk_size = 200
-[data.svmlight]
-path = "{folder}/part-*.svm"
-n_features = {N_FEATURES}
-n_categories = {N_CATEGORIES}
+    return svmlight_study(tmp_path_factory.mktemp("top_k"), data, 3, """
 [models.nb]
 kind = "naive_bayes"
 [models.cnb]
@@ -63,7 +53,6 @@ untrainable = "prior"
 category = 1
 plots = false
 """)
-    return config
 
 
 @pytest.fixture(scope="module")
