@@ -25,9 +25,9 @@ from pathlib import Path
 
 from mlnb import progress
 
-#: CPU seconds to compile every listed combination in one process (timed by hand, no script:
-#: experiments/README.md): the estimate of the status line, shared out between the worker processes
-COMPILE_CPU_SECONDS = 120.0
+#: CPU seconds to compile every listed combination in one process (experiments/compile_times.py): the estimate of
+#: the status line, shared out between the worker processes
+COMPILE_CPU_SECONDS = 160.0
 #: at most this many compiling processes (each holds the compiler's few hundred MB)
 MAX_WORKERS = 8
 
