@@ -1004,7 +1004,8 @@ class NumbaKernel:
         if not hasattr(self, "D") or self.D.shape[0] < m:
             self.D = np.zeros((m, self.K), dtype=np.float32)
             self.losses = np.zeros(m, dtype=np.float32)
-            self.cuts = np.zeros((self.first_words.size + 1, m), dtype=np.int64)
+            # flat, so that a minibatch's (rows × m) view is C-contiguous whatever m: one compiled layout
+            self.cuts = np.zeros((self.first_words.size + 1) * m, dtype=np.int64)
         if not hasattr(self, "terms") or self.terms.shape[0] < workers:
             self.terms = np.zeros((workers, self.K), dtype=np.float32)  # each worker's softplus terms
 
@@ -1066,7 +1067,8 @@ class NumbaKernel:
         threads = self.policy.choose(work, available)
         self._grow(m, threads)
         tau, before = updater.advance()
-        D, losses, cuts = self.D[:m], self.losses[:m], self.cuts[:, :m]
+        D, losses = self.D[:m], self.losses[:m]
+        cuts = self.cuts[:(self.first_words.size + 1) * m].reshape(self.first_words.size + 1, m)
         regularised = updater.regularised
         factor = self._factor(updater) if regularised else None
         started = time.perf_counter()
