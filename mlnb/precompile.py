@@ -27,7 +27,7 @@ from mlnb import progress
 
 #: CPU seconds to compile every listed combination in one process (experiments/compile_times.py): the estimate of
 #: the status line, shared out between the worker processes
-COMPILE_CPU_SECONDS = 160.0
+COMPILE_CPU_SECONDS = 120.0
 #: at most this many compiling processes (each holds the compiler's few hundred MB)
 MAX_WORKERS = 8
 
