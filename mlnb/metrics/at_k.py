@@ -169,6 +169,25 @@ def top_k_of_scores(scores, k: int, block_rows: int | None = None) -> tuple[np.n
 
 # ------------------------------------------------------------------------------------------ propensities
 
+def label_matrix(Y, name: str = "Y") -> sp.csr_matrix:
+    """``_label_matrix``: Y as the CSR of ones at its positives, sorted, without duplicates or explicit zeros (what
+    ``ranked_hits`` searches); a non-binary Y is refused naming ``name``."""
+    return _label_matrix(Y, name)
+
+
+def ranked_hits(Y: sp.csr_matrix, rankings: np.ndarray) -> np.ndarray:
+    """(n, r) bool: whether document d's i-th ranked category ``rankings[d, i]`` is one of its labels (False for
+    −1, no category): a search of the keys d·K + l among the positives' (Y as ``label_matrix`` gives it)."""
+    n, K = Y.shape
+    T = np.asarray(rankings, dtype=np.int64)
+    positive_keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(Y.indptr)) * K + Y.indices
+    ranked_keys = np.arange(n, dtype=np.int64)[:, None] * K + T
+    found = np.searchsorted(positive_keys, ranked_keys)
+    correct = (T >= 0) & (found < positive_keys.size)
+    correct[correct] = positive_keys[found[correct]] == ranked_keys[correct]
+    return correct
+
+
 def _label_matrix(Y, name: str) -> sp.csr_matrix:
     """Y (dense or sparse 0/1) as a csr matrix of ones at the positives, sorted, without explicit zeros."""
     Y = binary_labels(Y, name)
@@ -340,12 +359,7 @@ def ranking_metrics(Y_true, top_categories, ks=(1, 3, 5), propensity=None) -> Ra
             raise MlnbError("ranking_metrics: propensity must be finite and > 0 (see propensities())")
         inverse = 1.0 / p
 
-    # y_(i): is the i-th ranked category a positive? A search of the keys d·K + l among the positives'.
-    positive_keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(Y.indptr)) * K + Y.indices
-    ranked_keys = np.arange(n, dtype=np.int64)[:, None] * K + T
-    found = np.searchsorted(positive_keys, ranked_keys)
-    correct = (T >= 0) & (found < positive_keys.size)
-    correct[correct] = positive_keys[found[correct]] == ranked_keys[correct]
+    correct = ranked_hits(Y, T)  # y_(i): is the i-th ranked category a positive?
 
     n_true = np.diff(Y.indptr)
     discount = 1.0 / np.log2(np.arange(2, kmax + 2))

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlnb.budget import SCORING_BLOCK_BYTES
-from mlnb.metrics.at_k import top_k_of_scores
+from mlnb.metrics.at_k import label_matrix, ranked_hits, top_k_of_scores
 from mlnb.metrics.evaluation import CALIBRATION_BINS, POOLED_KEYS, assemble_evaluation, caller_exclusions
 
 #: bytes per score of one scoring block: the float32 scores and the temporaries of ranking them
@@ -103,37 +103,13 @@ def rank_rows(model, X, k: int, n_categories: int, **how) -> tuple[np.ndarray, n
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _clean_labels(Y) -> sp.csr_matrix:
-    """Y as CSR with sorted indices, no duplicates and no explicit zeros (what a key search needs)."""
-    Y = sp.csr_matrix(Y, copy=True)
-    Y.sum_duplicates()
-    Y.eliminate_zeros()
-    Y.sort_indices()
-    return Y
-
-
-def hits_of_rankings(Y, rankings: np.ndarray) -> np.ndarray:
-    """(n, r) bool: whether the i-th ranked category of document d is one of its labels (False for -1)."""
-    n, K = Y.shape
-    T = np.asarray(rankings, dtype=np.int64)
-    positive_keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(Y.indptr)) * K + Y.indices
-    ranked_keys = np.arange(n, dtype=np.int64)[:, None] * K + T
-    found = np.minimum(np.searchsorted(positive_keys, ranked_keys), max(positive_keys.size - 1, 0))
-    correct = T >= 0
-    if positive_keys.size:
-        correct &= positive_keys[found] == ranked_keys
-    else:
-        correct[:] = False
-    return correct
-
-
 def rcut_counts(Y, rankings: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
     """(predicted (K,), tp (K,)) int64 of RCut at r: predicted_l = #{d : l ∈ top_r(d)}, tp_l = #{d : l ∈
     top_r(d) ∩ y_d}, from each document's ranked categories (n, ≥ r; -1 for none)."""
-    Y = _clean_labels(Y)
+    Y = label_matrix(Y)
     K = Y.shape[1]
     T = np.asarray(rankings)[:, :r]
-    correct = hits_of_rankings(Y, T)
+    correct = ranked_hits(Y, T)
     predicted = np.bincount(T[T >= 0].astype(np.int64), minlength=K).astype(np.int64)
     tp = np.bincount(T[correct].astype(np.int64), minlength=K).astype(np.int64)
     return predicted, tp
@@ -151,7 +127,7 @@ def pooled_precision_at_k(Y, rankings: np.ndarray, pooled: np.ndarray, t: int) -
     taken = kept & (np.cumsum(kept, axis=1) <= t)
     if T.shape[1] < K and (taken.sum(axis=1) < t).any():  # some document's t best pooled are not all kept
         return float("nan")
-    return float((hits_of_rankings(Y, T) & taken).sum() / (n * t))
+    return float((ranked_hits(Y, T) & taken).sum() / (n * t))
 
 
 def evaluate_rankings(Y, rankings: np.ndarray, category_names, *, rcut_k: int, top_k: int, exclude=None,
@@ -160,7 +136,7 @@ def evaluate_rankings(Y, rankings: np.ndarray, category_names, *, rcut_k: int, t
     per-category counts, precision, recall, F1 and their averages; NaN where every score is needed (AUC,
     average precision, log loss, Brier, expected accuracy; no ROC grid, no curve, an empty calibration table).
     ``exclude``: categories left out of every average and pool (eval.untrainable = 'exclude')."""
-    Y = _clean_labels(Y)
+    Y = label_matrix(Y)
     n, K = Y.shape
     rankings = np.asarray(rankings)
     predicted, tp = rcut_counts(Y, rankings, rcut_k)

@@ -18,21 +18,11 @@ RANKED = ["P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5", "PSP@1", "PSP@3", "
 
 
 @pytest.fixture(scope="module")
-def shards(tmp_path_factory, svmlight_shards):
+def shards(tmp_path_factory, svmlight_study):
     """Two svmlight shards of a synthetic multilabel corpus and a config of two count-based models (the same
     fits, bit for bit, read whole or in chunks)."""
-    folder = tmp_path_factory.mktemp("ranking_points")
     data = make_rcv1_like(n_documents=1200, n_features=400, n_categories=12, seed=11)
-    svmlight_shards(folder, data, 2)
-    config = folder / "study.toml"
-    config.write_text(f"""
-[data]
-source = "svmlight"
-chunk_size = 200
-[data.svmlight]
-path = "{folder}/part-*.svm"
-n_features = 400
-n_categories = 12
+    return svmlight_study(tmp_path_factory.mktemp("ranking_points"), data, 2, """
 [models.nb]
 kind = "naive_bayes"
 [models.cnb]
@@ -44,7 +34,6 @@ bootstrap = 0
 category = 1
 plots = false
 """)
-    return config
 
 
 def test_spilled_scores_give_the_in_memory_ranking_in_sweeps_and_curves(shards, monkeypatch):
