@@ -88,12 +88,13 @@ def _update_alone(words, W, S, G, lrate, n_threads):
     share = (n + n_threads - 1) // n_threads
     for worker in prange(n_threads):
         alpha = np.empty(K, dtype=np.float32)  # the engine's per-thread scratch of the row's steps
+        no_scale = np.empty((0, 0), dtype=np.float32)  # the engine's "no R"
         for c in range(worker * share, min(n, (worker + 1) * share)):
             if c + PREFETCH_AHEAD < n:
                 _prefetch_row(W, words[c + PREFETCH_AHEAD])
                 _prefetch_row(S, words[c + PREFETCH_AHEAD])
             _update_row(W, S, G[worker, c % G.shape[1]], alpha, words[c], lrate, _STEP, True, False, True,
-                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), None)
+                        np.float32(0.5), _EPS, np.float32(0.0), np.float32(0.0), no_scale)
 
 
 @njit(parallel=True, cache=True, fastmath=IEEE, error_model="numpy")
@@ -170,9 +171,10 @@ def _forward_alone(indptr, indices, data, W, b, D, n_threads):
     """z_i = b + x_i·W for every document i (the engine's ``_forward_row``), equal contiguous shares."""
     m = D.shape[0]
     share = (m + n_threads - 1) // n_threads
+    no_scale, no_factors = np.empty((0, 0), dtype=np.float32), np.empty(0, dtype=np.float32)  # the engine's "none"
     for worker in prange(n_threads):
         for i in range(worker * share, min(m, (worker + 1) * share)):
-            _forward_row(indptr, indices, data, i, W, b, None, D, None)
+            _forward_row(indptr, indices, data, i, W, b, no_scale, D, no_factors)
 
 
 def parts_alone_seconds(X, Y, batch_size: int, seed: int, repeats: int = 3, l2: float | None = None) -> dict:

@@ -44,8 +44,10 @@ per-category rescaling of the features):
     Z = X_B·(R ∘ W′) + b
     G = R ∘ (X_Bᵀ·D) / m                             (the chain rule through R ∘ W′)
 
-and the update above applies to W′ (regularising W′). Without a scale (R = None) numba compiles a
-specialisation in which the ``R is None`` branches are pruned.
+and the update above applies to W′ (regularising W′). Without a scale, R is a 0 × 0 array (``NO_SCALE``), and
+without catch-up factors ``factor`` is an empty one (``NO_FACTORS``): the regions test for them once per row
+or non-zero, a branch taken the same way throughout a fit, so one compiled combination serves every model
+where a None would make numba compile one per combination of the two (four, each seconds to compile).
 
 The numba step: two parallel regions (three when regularised per coordinate), claimed dynamically
 ---------------------------------------------------------------------------------
@@ -102,6 +104,10 @@ from mlnb.models.logistic.regularisation import regularised_step
 
 #: the links a kernel can take: sigmoid for multilabel, softmax for multiclass
 LINKS = ("sigmoid", "softmax")
+#: the numba regions' "no scale R" and "no catch-up factors" (see the module's docstring): empty arrays of the
+#: present ones' types, so that one compiled combination serves both
+NO_SCALE = np.empty((0, 0), dtype=np.float32)
+NO_FACTORS = np.empty(0, dtype=np.float32)
 
 
 def _check_link(link: str) -> None:
@@ -323,8 +329,9 @@ if HAVE_NUMBA:
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy")
     def _forward_row(indptr, indices, data, i, W, b, R, D, factor):
-        """D_i = z_i = b + Σ_p x_ip·W_j (R None) or b + Σ_p x_ip·(R_j ∘ W_j); with ``factor`` (V,), x_ip·f_j
-        instead of x_ip: row j of W is f_j·W_j, a catch-up computed in region 1 and applied in region 2.
+        """D_i = z_i = b + Σ_p x_ip·W_j (R empty) or b + Σ_p x_ip·(R_j ∘ W_j); with ``factor`` (V,), x_ip·f_j
+        instead of x_ip (``factor`` empty: x_ip): row j of W is f_j·W_j, a catch-up computed in region 1 and
+        applied in region 2.
 
         W's rows are read in a random order: each is prefetched ``PREFETCH_AHEAD`` non-zeros early,
         so that several are on their way from memory at once (about halves the time).
@@ -334,16 +341,17 @@ if HAVE_NUMBA:
         experiments/bench_lr_floor.py."""
         K = D.shape[1]
         nnz = indptr[D.shape[0]]
+        scaled, factored = R.shape[0] != 0, factor.shape[0] != 0
         for k in range(K):
             D[i, k] = b[k]
         for p in range(indptr[i], indptr[i + 1]):
             if p + PREFETCH_AHEAD < nnz:
                 _prefetch_row(W, indices[p + PREFETCH_AHEAD])
-                if R is not None:
+                if scaled:
                     _prefetch_row(R, indices[p + PREFETCH_AHEAD])
             j = indices[p]
-            v = data[p] if factor is None else data[p] * factor[j]  # pruned at compile time, either way
-            if R is None:
+            v = data[p] * factor[j] if factored else data[p]
+            if not scaled:
                 for k in range(K):
                     D[i, k] += v * W[j, k]
             else:
@@ -457,7 +465,8 @@ if HAVE_NUMBA:
         eps32, l2_32, vexp32 = np.float32(eps), np.float32(l2), np.float32(vexp)
         square_root = vexp == 0.5
         longest = 0  # the most non-zeros of a piece
-        if factor is not None:
+        factored = factor.shape[0] != 0
+        if factored:
             for piece in range(n_pieces):
                 longest = max(longest, indptr[min(m, (piece + 1) * docs_per_piece)] - indptr[piece * docs_per_piece])
         counters[0] = 0
@@ -473,7 +482,7 @@ if HAVE_NUMBA:
                 if piece >= n_pieces:
                     break
                 first, end = piece * docs_per_piece, min(m, (piece + 1) * docs_per_piece)
-                if factor is not None:  # pruned at compile time, either way
+                if factored:
                     # the piece's words that are behind and have no factor yet, listed without a branch (which of
                     # them are behind is random: a branch per word would be mispredicted ~40 % of the time; a word
                     # of two of the piece's documents may be listed twice, and gets the same bits twice)
@@ -591,13 +600,14 @@ if HAVE_NUMBA:
         return True
 
     @njit(cache=True, fastmath=IEEE, error_model="numpy", inline="always")
-    def _rowwise_alpha(S, g, j, lrate, tau, square_root, vexp, eps, R):
-        """The first half of the default rule's step (row-wise AdaGrad, one learning rate): g = (R_j ∘) g, S_j +=
-        mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no step yet).
+    def _rowwise_alpha(S, g, j, lrate, tau, square_root, vexp, eps, R, scaled):
+        """The first half of the default rule's step (row-wise AdaGrad, one learning rate): g = R_j ∘ g
+        (``scaled``), S_j += mean_k g_k², and the row's one step α = lrate·τ/(S_j^vexp + ε) (0 while S_j = 0: no
+        step yet).
 
         Why a kernel: the default rule's step size for a row, inlined into the words region. Measured by
         experiments/bench_lr_floor.py."""
-        if R is not None:
+        if scaled:
             for k in range(g.size):
                 g[k] *= R[j, k]
         s = S[j, 0] + _mean_square(g)
@@ -619,7 +629,7 @@ if HAVE_NUMBA:
             _rowwise_step_l1(W, g, j, alpha, shrink, step, l1, l2, onward)
         elif l2 != 0:
             before = np.float32(1.0)
-            if factor is not None:
+            if factor.shape[0] != 0:
                 before = factor[j]
                 factor[j] = np.float32(1.0)
             for k in range(K):
@@ -684,11 +694,11 @@ if HAVE_NUMBA:
         K = W.shape[1]
         zero = np.float32(0.0)
         # separate branch-free loops so that each one vectorises
-        if R is not None:
+        if R.shape[0] != 0:
             for k in range(K):
                 g[k] *= R[j, k]
         if rowwise:  # (g is already R_j ∘ g)
-            per = _rowwise_alpha(S, g, j, np.float32(1.0), tau, square_root, vexp, eps, None)
+            per = _rowwise_alpha(S, g, j, np.float32(1.0), tau, square_root, vexp, eps, R, False)
             for k in range(K):
                 alpha[k] = lrate[k] * per
         elif not adagrad:
@@ -878,6 +888,7 @@ if HAVE_NUMBA:
         square_root = vexp == 0.5  # the default: sqrt is far cheaper than pow
         uniform = _all_equal(lrate)
         default_step = rowwise and uniform  # one α per row
+        scaled = R.shape[0] != 0
         counters[1] = 0
         for worker in prange(n_threads):
             Gw, listed, alpha = G[worker], touched[worker], alphas[worker]
@@ -908,12 +919,13 @@ if HAVE_NUMBA:
                     for c in range(n_words):
                         if c + PREFETCH_AHEAD < n_words:
                             _prefetch_row(S, listed[c + PREFETCH_AHEAD])
-                            if R is not None:
+                            if scaled:
                                 _prefetch_row(R, listed[c + PREFETCH_AHEAD])
                         g = Gw[c]
                         for k in range(K):
                             g[k] *= inv_m
-                        row_alpha[c] = _rowwise_alpha(S, g, listed[c], lrate[0], tau32, square_root, vexp32, eps32, R)
+                        row_alpha[c] = _rowwise_alpha(S, g, listed[c], lrate[0], tau32, square_root, vexp32, eps32, R,
+                                                      scaled)
                     if l2_32 != 0:
                         uniform_step_terms_lanes(row_alpha, l2_32, row_shrink, row_step, n_words)
                 for c in range(n_words):
@@ -923,7 +935,7 @@ if HAVE_NUMBA:
                         if not default_step:
                             if adagrad:
                                 _prefetch_row(S, ahead)
-                            if R is not None:
+                            if scaled:
                                 _prefetch_row(R, ahead)
                     j = listed[c]
                     g = Gw[c]
@@ -1083,16 +1095,18 @@ class NumbaKernel:
                                  self.claimed, self.mark, updater.lrate, updater.adagrad, updater.rowwise, updater.vexp,
                                  updater.epsilon, updater.l1, updater.l2, self.counters, threads, self.docs_per_piece,
                                  self.terms)
-            loss = _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, R,
+            scale = NO_SCALE if R is None else R
+            factors = NO_FACTORS if factor is None else factor
+            loss = _documents_region(X_B.indptr, X_B.indices, X_B.data, Y_B.indptr, Y_B.indices, W, b, scale,
                                      self.softmax_link, D, losses, self.first_words, cuts,
                                      not regularised or factor is not None, self.counters, threads,
-                                     self.docs_per_piece, self.terms, factor, updater.S, updater.T_last, before,
+                                     self.docs_per_piece, self.terms, factors, updater.S, updater.T_last, before,
                                      updater.lrate, updater.vexp, updater.epsilon, updater.l2)
             self._grow_blocks(threads, _block_rows(cuts, self.first_words, self.n_features))
             _words_region(X_B.indices, X_B.data, cuts, D, W, updater.S, self.G, self.slot, self.touched,
                           updater.lrate, tau, updater.T, updater.T_last, updater.adagrad, updater.rowwise,
-                          updater.vexp, updater.epsilon, updater.l1, updater.l2, R, self.counters, threads,
-                          W.view(np.uint32), self.overflowed, self.terms, self.stepped, factor, self.row_steps)
+                          updater.vexp, updater.epsilon, updater.l1, updater.l2, scale, self.counters, threads,
+                          W.view(np.uint32), self.overflowed, self.terms, self.stepped, factors, self.row_steps)
             applied = True
         finally:
             if threads != available:

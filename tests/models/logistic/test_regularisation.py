@@ -119,11 +119,11 @@ def test_the_kernels_row_step_with_l1_is_the_float64_step(l2):
     """_rowwise_step with l1 > 0 (row-wise AdaGrad, one learning rate: one α for the row, a float32 vector loop;
     with l2 = 0 the coordinates that pass 0 go on in the same loop) against step_with_l1, the float64 closed
     form per coordinate: the same to float32 rounding, and the same zeros."""
-    from mlnb.models.logistic.kernels import _rowwise_step
+    from mlnb.models.logistic.kernels import NO_FACTORS, _rowwise_step
 
     w, g, alpha, l1, l2, shrink, step = l1_row_problem(l2)
     W = w[None].copy()
-    _rowwise_step(W, g.copy(), 0, alpha, shrink, step, l1, l2, None, np.zeros(w.size, dtype=np.float32))
+    _rowwise_step(W, g.copy(), 0, alpha, shrink, step, l1, l2, NO_FACTORS, np.zeros(w.size, dtype=np.float32))
     expected = np.array([step_with_l1(float(a), float(b), float(alpha), float(l1), float(l2)) for a, b in zip(w, g)])
     side = np.where(w != 0, np.sign(w), np.where(np.abs(g) > l1, -np.sign(g), 0))
     crossed = (np.sign(expected) != side) & (w != 0)
