@@ -7,8 +7,8 @@ corpus's size, float32 or float64 scores by the task, an optional array or none 
 compiled on use, the first run on each new kind of data would stop to compile its own (minutes on 2
 cores). The combinations studies use are listed in ``mlnb._kernel_signatures``; the first study on a
 cache that lacks them (``ensure_compiled``: no ``ready_marker`` for this package's kernels) compiles
-all of them into numba's on-disk cache, shared out between ``worker_processes()`` processes, after one
-line on stderr (``announce``). Later processes load them from the cache.
+all of them into numba's on-disk cache in ``worker_processes()`` processes, which claim the kernels one at
+a time, after one line on stderr (``announce``). Later processes load them from the cache.
 
 ``tests/test_precompile.py`` runs one study to fill a fresh cache and then studies of every other source
 in a second process, and fails with the combinations that were compiled there: they belong in the list.
@@ -20,6 +20,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -106,18 +107,34 @@ def share(all_tasks: list, part: int, parts: int) -> list:
     return mine
 
 
+def compile_task(task: tuple[str, str, list[str]], names: dict | None = None) -> int:
+    """Compile (or load from numba's cache) one task's combinations; the number of them."""
+    module, qualname, signatures = task
+    kernel = _kernel(module, qualname)
+    if kernel is None:
+        return 0
+    names = names or _numba_types()
+    for text in signatures:
+        kernel.compile(eval(text, {"__builtins__": {}}, names))  # noqa: S307 - the package's own list
+    return len(signatures)
+
+
 def compile_part(part: int = 0, parts: int = 1) -> int:
     """Compile (or load from numba's cache) the combinations of this part's kernels; the number of them."""
     names = _numba_types()
-    done = 0
-    for module, qualname, signatures in share(tasks(), part, parts):
-        kernel = _kernel(module, qualname)
-        if kernel is None:
-            continue
-        for text in signatures:
-            kernel.compile(eval(text, {"__builtins__": {}}, names))  # noqa: S307 - the package's own list
-            done += 1
-    return done
+    return sum(compile_task(task, names) for task in share(tasks(), part, parts))
+
+
+def serve() -> int:
+    """A compiling process of ``compile_all``: read task numbers (of ``tasks()``) from stdin, one a line, compile
+    each and answer ``ok N`` on stdout, until stdin ends."""
+    listed, names = tasks(), _numba_types()
+    for line in sys.stdin:
+        number = int(line)
+        compile_task(listed[number], names)
+        sys.stdout.write(f"ok {number}\n")
+        sys.stdout.flush()
+    return 0
 
 
 def worker_processes() -> int:
@@ -150,28 +167,63 @@ def ready_marker() -> Path | None:
 
 
 def compile_all(workers: int | None = None) -> bool:
-    """Compile every listed combination into numba's cache in ``workers`` processes, then check in one
-    process that each of them loads (a kernel that another kernel calls may have been written by two
-    processes at once, and one of its combinations lost); whether every process succeeded."""
+    """Compile every listed combination into numba's cache in ``workers`` processes, then check in fresh
+    processes that each of them loads (a kernel that another kernel calls may have been written by two
+    processes at once, and one of its combinations lost); whether every process succeeded.
+
+    The processes claim the tasks, largest first, as they finish the last (``serve``): the compile times of
+    the kernels differ by tens of times, and a fixed share of them left one core idle for seconds while the
+    other compiled (experiments/compile_times.py times each)."""
     workers = workers or worker_processes()
-    command = [sys.executable, "-m", "mlnb.precompile", "--part"]
     # the processes import this very package, wherever this process found it
     here = str(Path(__file__).resolve().parents[1])
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
-    rounds = [[f"{part}/{workers}" for part in range(workers)], ["0/1"]] if workers > 1 else [["0/1"]]
-    for parts in rounds:
-        running = [subprocess.Popen(command + [part], env=environment, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL) for part in parts]
+    pending = iter(range(len(tasks())))
+    claim = threading.Lock()
+    failed = []
+
+    def drive(process: subprocess.Popen) -> None:
+        """Give ``process`` the next task each time it answers the last, until none is left."""
         try:
-            codes = [process.wait() for process in running]
+            while True:
+                with claim:
+                    number = next(pending, None)
+                if number is None or failed:
+                    break
+                process.stdin.write(f"{number}\n")
+                process.stdin.flush()
+                if process.stdout.readline().strip() != f"ok {number}":
+                    failed.append(number)  # the process died; the others take the rest
+                    break
+        except OSError:  # the process died between two tasks
+            failed.append(-1)
         finally:
-            for process in running:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-        if any(codes):
-            return False
-    return True
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+
+    running = [subprocess.Popen([sys.executable, "-m", "mlnb.precompile", "--serve"], env=environment,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True) for _ in range(workers)]
+    try:
+        drivers = [threading.Thread(target=drive, args=(process,), daemon=True) for process in running]
+        for driver in drivers:
+            driver.start()
+        for driver in drivers:
+            driver.join()
+        codes = [process.wait() for process in running]
+        checks = [subprocess.Popen([sys.executable, "-m", "mlnb.precompile", "--part", f"{part}/{workers}"],
+                                   env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for part in range(workers)]
+        running += checks
+        codes += [process.wait() for process in checks]
+    finally:
+        for process in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return not failed and not any(codes)
 
 
 def ensure_compiled() -> None:
@@ -197,6 +249,8 @@ def ensure_compiled() -> None:
 
 
 def _main(arguments: list[str]) -> int:
+    if arguments == ["--serve"]:
+        return serve()
     if arguments[:1] == ["--part"] and len(arguments) == 2:
         part, parts = (int(number) for number in arguments[1].split("/"))
         compile_part(part, parts)
