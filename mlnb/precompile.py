@@ -6,17 +6,19 @@ combinations depend on its data and models: the serial or the parallel variant o
 corpus's size, float32 or float64 scores by the task, an optional array or none by the updater;
 compiled on use, the first run on each new kind of data would stop to compile its own (minutes on 2
 cores). The combinations studies use are listed in ``mlnb._kernel_signatures``; the first study on a
-cache that lacks them (``ensure_compiled``: no ``ready_marker`` for this package's kernels) compiles
-all of them into numba's on-disk cache in ``worker_processes()`` processes, which claim the kernels one at
-a time, after one line on stderr (``announce``). Later processes load them from the cache.
+cache that lacks them (no ``ready_marker`` for this package's kernels) compiles all of them into numba's
+on-disk cache in ``worker_processes()`` processes, which claim the kernels one at a time, after one line
+on stderr (``announce``). A study command starts them before its own imports (``start_compiling``) and
+waits for them before its data (``ensure_compiled``). Later processes load the kernels from the cache.
 
 ``tests/test_precompile.py`` runs one study to fill a fresh cache and then studies of every other source
 in a second process, and fails with the combinations that were compiled there: they belong in the list.
 """
-
 from __future__ import annotations
 
+import atexit
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -94,19 +96,6 @@ def tasks() -> list[tuple[str, str, list[str]]]:
     return sorted(listed, key=lambda task: (-sum(len(text) for text in task[2]), task[0], task[1]))
 
 
-def share(all_tasks: list, part: int, parts: int) -> list:
-    """Part ``part`` of ``parts`` of the tasks: each task, largest first, to the part with the least text
-    so far (the length of a signature's text stands in for its compile time)."""
-    loads = [0] * parts
-    mine = []
-    for task in all_tasks:
-        lightest = loads.index(min(loads))
-        loads[lightest] += sum(len(text) for text in task[2])
-        if lightest == part:
-            mine.append(task)
-    return mine
-
-
 def compile_task(task: tuple[str, str, list[str]], names: dict | None = None) -> int:
     """Compile (or load from numba's cache) one task's combinations; the number of them."""
     module, qualname, signatures = task
@@ -119,20 +108,18 @@ def compile_task(task: tuple[str, str, list[str]], names: dict | None = None) ->
     return len(signatures)
 
 
-def compile_part(part: int = 0, parts: int = 1) -> int:
-    """Compile (or load from numba's cache) the combinations of this part's kernels; the number of them."""
-    names = _numba_types()
-    return sum(compile_task(task, names) for task in share(tasks(), part, parts))
-
-
 def serve() -> int:
-    """A compiling process of ``compile_all``: read task numbers (of ``tasks()``) from stdin, one a line, compile
-    each and answer ``ok N`` on stdout, until stdin ends."""
-    listed, names = tasks(), _numba_types()
+    """A compiling process of ``Compiling``: read tasks from stdin, one JSON ``[module, qualname, signatures]`` a
+    line, compile each and answer ``ok`` (or ``failed``: a combination this platform cannot compile, which
+    then compiles on use) on stdout, until stdin ends."""
+    names = _numba_types()
     for line in sys.stdin:
-        number = int(line)
-        compile_task(listed[number], names)
-        sys.stdout.write(f"ok {number}\n")
+        try:
+            compile_task(tuple(json.loads(line)), names)
+            answer = "ok"
+        except Exception:  # noqa: BLE001 - any compile error: the kernel compiles on use, as without this module
+            answer = "failed"
+        sys.stdout.write(answer + "\n")
         sys.stdout.flush()
     return 0
 
@@ -166,84 +153,135 @@ def ready_marker() -> Path | None:
     return Path(kernel._cache._cache_path) / f"mlnb-kernels-{key}.ready"
 
 
-def compile_all(workers: int | None = None) -> bool:
-    """Compile every listed combination into numba's cache in ``workers`` processes, then check in fresh
-    processes that each of them loads (a kernel that another kernel calls may have been written by two
-    processes at once, and one of its combinations lost); whether every process succeeded.
+class Compiling:
+    """Every task of ``listed`` compiling in ``workers`` processes (``serve``), started at once; ``wait`` for them.
 
-    The processes claim the tasks, largest first, as they finish the last (``serve``): the compile times of
-    the kernels differ by tens of times, and a fixed share of them left one core idle for seconds while the
-    other compiled (experiments/compile_times.py times each)."""
-    workers = workers or worker_processes()
-    # the processes import this very package, wherever this process found it
-    here = str(Path(__file__).resolve().parents[1])
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
-    pending = iter(range(len(tasks())))
-    claim = threading.Lock()
-    failed = []
+    The processes claim the tasks, largest first, as they finish the last: the compile times of the kernels
+    differ by tens of times, and a fixed share of them left one core idle for seconds while the other
+    compiled (experiments/compile_times.py times each). Nothing is checked afterwards in another process:
+    each kernel's combinations are written by the process that compiles its task, and a kernel compiled
+    inside another's task as well writes the same combinations (``tests/test_precompile.py`` checks that
+    a listed kernel called by others has one), so no process's write of numba's index of a kernel can
+    lose another's."""
 
-    def drive(process: subprocess.Popen) -> None:
-        """Give ``process`` the next task each time it answers the last, until none is left."""
+    def __init__(self, workers: int, listed: list | None = None):
+        self.listed = tasks() if listed is None else listed
+        self.pending = iter(self.listed)
+        self.claim = threading.Lock()
+        self.answers: list[str] = []
+        # the processes import this very package, wherever this process found it
+        here = str(Path(__file__).resolve().parents[1])
+        environment = {**os.environ,
+                       "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+        self.processes = []
+        self.drivers = []
+        try:
+            for _ in range(workers):
+                process = subprocess.Popen([sys.executable, "-m", "mlnb.precompile", "--serve"], env=environment,
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, text=True)
+                self.processes.append(process)
+                driver = threading.Thread(target=self._drive, args=(process,), daemon=True)
+                driver.start()
+                self.drivers.append(driver)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _drive(self, process: subprocess.Popen) -> None:
+        """Give ``process`` the next task each time it answers the last, until none is left or it dies."""
         try:
             while True:
-                with claim:
-                    number = next(pending, None)
-                if number is None or failed:
+                with self.claim:
+                    task = next(self.pending, None)
+                if task is None:
                     break
-                process.stdin.write(f"{number}\n")
+                process.stdin.write(json.dumps(list(task)) + "\n")
                 process.stdin.flush()
-                if process.stdout.readline().strip() != f"ok {number}":
-                    failed.append(number)  # the process died; the others take the rest
-                    break
-        except OSError:  # the process died between two tasks
-            failed.append(-1)
+                answer = process.stdout.readline().strip()
+                self.answers.append(answer or "died")
+                if answer not in ("ok", "failed"):
+                    break  # the process died: the others take the rest
+        except (OSError, ValueError):  # it died, or was stopped, between two tasks
+            self.answers.append("died")
         finally:
             try:
                 process.stdin.close()
-            except OSError:
+            except (OSError, ValueError):
                 pass
 
-    running = [subprocess.Popen([sys.executable, "-m", "mlnb.precompile", "--serve"], env=environment,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                text=True) for _ in range(workers)]
-    try:
-        drivers = [threading.Thread(target=drive, args=(process,), daemon=True) for process in running]
-        for driver in drivers:
-            driver.start()
-        for driver in drivers:
-            driver.join()
-        codes = [process.wait() for process in running]
-        checks = [subprocess.Popen([sys.executable, "-m", "mlnb.precompile", "--part", f"{part}/{workers}"],
-                                   env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                  for part in range(workers)]
-        running += checks
-        codes += [process.wait() for process in checks]
-    finally:
-        for process in running:
+    def wait(self) -> bool:
+        """Wait for every task; whether each was compiled (False: a process died or a task failed, and those
+        kernels compile on use). An interrupt stops the processes."""
+        try:
+            for driver in self.drivers:
+                driver.join()
+            codes = [process.wait() for process in self.processes]
+        finally:
+            self.stop()
+        return not any(codes) and len(self.answers) == len(self.listed) and set(self.answers) <= {"ok"}
+
+    def stop(self) -> None:
+        """End every process still running (an interrupt, a command that failed before its study)."""
+        for process in self.processes:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    return not failed and not any(codes)
+
+
+def compile_all(workers: int | None = None) -> bool:
+    """Compile every listed combination into numba's cache in ``workers`` processes; whether all were."""
+    return Compiling(workers or worker_processes()).wait()
+
+
+#: the compile a study command started before its imports (``start_compiling``), until ``ensure_compiled``
+_started: dict = {}
+
+
+def start_compiling() -> None:
+    """Start compiling now, where this cache lacks the kernels (after the status line), so that the compile runs
+    while the command imports the rest of mlnb and reads its config; ``ensure_compiled`` waits for it. Called
+    first thing by the study commands (``progress`` already set); a command that ends before its study stops
+    the processes (at exit)."""
+    marker = ready_marker()
+    if marker is None or marker.exists() or _started:
+        return
+    workers = worker_processes()
+    announce(workers)
+    _started["compiling"] = Compiling(workers)
+    _started["since"] = time.perf_counter()
+    atexit.register(_stop_started)
+
+
+def _stop_started() -> None:
+    compiling = _started.pop("compiling", None)
+    if compiling is not None:
+        compiling.stop()
 
 
 def ensure_compiled() -> None:
-    """Before a study: compile every kernel once, in parallel processes (``compile_all``), unless this cache
-    already holds them (``ready_marker``); announce any other compile of a package kernel in this process."""
+    """Before a study: compile every kernel once, in parallel processes (``Compiling``; or wait for the compile
+    ``start_compiling`` began), unless this cache already holds them (``ready_marker``); announce any other
+    compile of a package kernel in this process."""
     marker = ready_marker()
     if marker is None:
         return
     _announce_package_compiles()
     if marker.exists():
+        _stop_started()
         return
-    workers = worker_processes()
-    announce(workers)
-    started = time.perf_counter()
-    done = compile_all(workers)  # an interrupt leaves no marker: the next study compiles again
+    compiling, started = _started.pop("compiling", None), _started.pop("since", None)
+    if compiling is None:
+        workers = worker_processes()
+        announce(workers)
+        started = time.perf_counter()
+        compiling = Compiling(workers)
+    done = compiling.wait()  # an interrupt leaves no marker: the next study compiles again
     # written also where a process failed (a combination this platform cannot compile): the kernels it
     # left out compile on use, as they did before this module, not again up front at every study
     outcome = "" if done else "; a compiling process failed, its kernels compile on use"
     try:
-        marker.write_text(f"{time.perf_counter() - started:.1f} s in {workers} processes{outcome}\n")
+        marker.write_text(f"{time.perf_counter() - started:.1f} s in {len(compiling.processes)} processes{outcome}\n")
     except OSError:  # a cache folder that cannot be written: numba falls back likewise, nothing to keep
         pass
 
@@ -251,10 +289,6 @@ def ensure_compiled() -> None:
 def _main(arguments: list[str]) -> int:
     if arguments == ["--serve"]:
         return serve()
-    if arguments[:1] == ["--part"] and len(arguments) == 2:
-        part, parts = (int(number) for number in arguments[1].split("/"))
-        compile_part(part, parts)
-        return 0
     progress.enable("--quiet" not in arguments)
     ensure_compiled()
     return 0

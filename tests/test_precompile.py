@@ -31,11 +31,43 @@ def test_every_listed_kernel_exists_and_every_signature_reads():
             assert isinstance(eval(text, {"__builtins__": {}}, names), tuple), text
 
 
-def test_the_shares_of_the_processes_hold_every_task_once():
+def test_a_listed_kernel_that_other_listed_kernels_call_has_one_combination():
+    """Nothing checks the cache after the compile (``precompile.Compiling``): that is safe while every kernel's
+    combinations are written by one process. A listed kernel that other listed kernels call is compiled inside
+    their tasks too, in other processes; with one combination they all write the same entry of numba's index,
+    with two one process could overwrite the index another had just extended, and that combination would
+    compile again on use."""
+    import inspect
+    import re
+
     listed = precompile.tasks()
-    shares = [precompile.share(listed, part, 3) for part in range(3)]
-    assert sorted(task[:2] for part in shares for task in part) == sorted(task[:2] for task in listed)
-    assert all(shares)
+    sources = {(module, qualname): inspect.getsource(precompile._kernel(module, qualname).py_func)
+               for module, qualname, _ in listed}
+    called = {}
+    for module, qualname, signatures in listed:
+        callers = [other for (_, other), source in sources.items()
+                   if other != qualname and re.search(rf"\b{re.escape(qualname)}\(", source)]
+        if callers:
+            called[f"{module}.{qualname}"] = (len(signatures), callers)
+    assert called, "the check found no listed kernel that another calls: is it still looking?"
+    assert {name: found for name, found in called.items() if found[0] != 1} == {}
+
+
+def test_the_compiling_processes_claim_every_task_once_and_a_failure_leaves_the_rest_done(tmp_path, monkeypatch):
+    """``Compiling`` gives each task to one process, the next as each finishes; a task that fails (a combination
+    this platform cannot compile) is reported and the others are still compiled, into this cache."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    by_name = {qualname: task for task in precompile.tasks() for qualname in [task[1]]}
+    small = [by_name[name] for name in ("_row_offsets", "_all_equal", "_column_means")]  # a second each, at most
+    compiling = precompile.Compiling(2, small)
+    assert compiling.wait()
+    assert compiling.answers == ["ok"] * 3
+    for _, qualname, signatures in small:
+        assert len(list(tmp_path.rglob(f"*.{qualname}-*.nbc"))) == len(signatures), qualname
+    broken = small[:1] + [("mlnb._kernels.csr", "_count", ["(not a type,)"])] + small[1:2]
+    compiling = precompile.Compiling(2, broken)
+    assert not compiling.wait()
+    assert sorted(compiling.answers) == ["failed", "ok", "ok"]
 
 
 #: the dispatchers the test compiles, kept alive: numba keeps weak proxies of them, which a dead one breaks
@@ -74,9 +106,18 @@ def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(tmp_path
     cannot compile then compiles on use), so that no study pays the whole compile again; an interrupt
     leaves none, so the next study compiles. The compile that runs says so on stderr, in one line."""
     marker, calls = tmp_path / "mlnb-kernels-test.ready", []
+
+    class Fake:
+        def __init__(self, workers):
+            calls.append(workers)
+            self.processes = [None] * workers
+
+        def wait(self):
+            return succeeded
+
     monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
     monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
-    monkeypatch.setattr(precompile, "compile_all", lambda workers: calls.append(workers) or succeeded)
+    monkeypatch.setattr(precompile, "Compiling", Fake)
     monkeypatch.setitem(precompile._announced, "done", False)
     monkeypatch.setattr(progress, "_enabled", True)
     capsys.readouterr()
@@ -86,13 +127,51 @@ def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(tmp_path
     assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith(STATUS)]) == 1
     assert ("failed" in marker.read_text()) is not succeeded
 
-    def interrupted(workers):
-        raise KeyboardInterrupt
+    class Interrupted(Fake):
+        def wait(self):
+            raise KeyboardInterrupt
     marker.unlink()
-    monkeypatch.setattr(precompile, "compile_all", interrupted)
+    monkeypatch.setattr(precompile, "Compiling", Interrupted)
     with pytest.raises(KeyboardInterrupt):
         precompile.ensure_compiled()
     assert not marker.exists()
+
+
+def test_a_compile_started_before_the_imports_is_the_one_the_study_waits_for(tmp_path, monkeypatch, capsys):
+    """``start_compiling`` (the study commands' first step) starts the processes and says so once;
+    ``ensure_compiled`` then waits for that very compile instead of starting another, and writes the marker."""
+    marker, made = tmp_path / "mlnb-kernels-test.ready", []
+
+    class Fake:
+        def __init__(self, workers):
+            made.append(self)
+            self.processes, self.waited, self.stopped = [None] * workers, False, False
+
+        def wait(self):
+            self.waited = True
+            return True
+
+        def stop(self):
+            self.stopped = True
+
+    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
+    monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
+    monkeypatch.setattr(precompile, "Compiling", Fake)
+    monkeypatch.setattr(precompile, "_started", {})
+    monkeypatch.setitem(precompile._announced, "done", False)
+    monkeypatch.setattr(progress, "_enabled", True)
+    capsys.readouterr()
+    precompile.start_compiling()
+    precompile.start_compiling()
+    assert len(made) == 1 and not made[0].waited and not marker.exists()
+    precompile.ensure_compiled()
+    assert len(made) == 1 and made[0].waited and marker.exists()
+    assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith(STATUS)]) == 1
+    # a command that ends before its study stops the processes it started
+    marker.unlink()
+    precompile.start_compiling()
+    precompile._stop_started()
+    assert len(made) == 2 and made[1].stopped and not made[1].waited and not marker.exists()
 
 
 def _write_corpora(folder: Path) -> dict:
