@@ -108,11 +108,40 @@ def compile_task(task: tuple[str, str, list[str]], names: dict | None = None) ->
     return len(signatures)
 
 
+def _import_bare(modules) -> None:
+    """Import ``modules`` without running the ``__init__`` of the mlnb packages above them (a package already
+    imported is left as it is): those import every model kind, and through them scikit-learn and pandas, most
+    of the seconds a compiling process spent importing; the kernel modules need none of it."""
+    import importlib
+    import importlib.machinery
+    import importlib.util
+
+    for module in modules:
+        parts = module.split(".")
+        for depth in range(2, len(parts)):
+            name = ".".join(parts[:depth])
+            if name in sys.modules:
+                continue
+            parent = sys.modules[".".join(parts[:depth - 1])]
+            spec = importlib.machinery.PathFinder.find_spec(name, parent.__path__)
+            if spec is None:
+                break  # not a package on the path: the import below says what is wrong
+            sys.modules[name] = importlib.util.module_from_spec(spec)
+            setattr(parent, parts[depth - 1], sys.modules[name])
+        importlib.import_module(module)
+
+
 def serve() -> int:
     """A compiling process of ``Compiling``: read tasks from stdin, one JSON ``[module, qualname, signatures]`` a
     line, compile each and answer ``ok`` (or ``failed``: a combination this platform cannot compile, which
     then compiles on use) on stdout, until stdin ends."""
     names = _numba_types()
+    import mlnb  # noqa: F401 - the root package (its __init__ imports nothing): the others stay bare
+
+    try:
+        _import_bare(sorted({module for module, _, _ in tasks()}))
+    except ImportError:  # a kernel module that needs its package's __init__: each task imports its own
+        pass
     for line in sys.stdin:
         try:
             compile_task(tuple(json.loads(line)), names)

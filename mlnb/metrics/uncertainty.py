@@ -89,15 +89,12 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
 from mlnb._kernels.csr import at_or_above
 from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
 from mlnb.metrics._inputs import binary_labels, score_array
 from mlnb.metrics.classification import logit
-from mlnb.metrics.evaluation import caller_exclusions
 from mlnb.metrics._delong import single_statistics
 from mlnb.metrics.ranking import _positives_by_column, _with_threads, worker_threads
 
@@ -842,6 +839,10 @@ def _replicate_parts(Y_true, scores, decisions, threshold, metrics, n_boot, seed
     if scores.ndim != 2 or np.shape(Y_true) != scores.shape:
         raise MlnbError(f"Y_true has shape {np.shape(Y_true)} but scores has shape {scores.shape}")
     binary_labels(Y_true, "Y_true")
+    # imported here, as scipy.stats below: a compiling process (mlnb.precompile) imports this module for its
+    # kernels alone, and pandas and scipy.stats were most of its import time
+    from mlnb.metrics.evaluation import caller_exclusions
+
     n, K = scores.shape
     pooled = np.ones(K, dtype=bool)
     pooled[list(caller_exclusions(exclude, K))] = False
@@ -980,6 +981,9 @@ def _macro_replicates(estimate: np.ndarray, deviations: np.ndarray, m: np.ndarra
     # a: Student's t for a variance estimated from few positives (Satterthwaite's df)
     variance = target
     nu = variance.sum() ** 2 / np.sum(variance ** 2 / df_k) if variance.sum() > 0 else np.inf
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
     a = student_t.ppf(0.5 + level / 2, max(nu, 1.0)) / norm.ppf(0.5 + level / 2) if np.isfinite(nu) else 1.0
     replicates = estimate[keep, None] + a * d  # (F, B)
     # the mean within the values it can take, [0, 1] ([−1, 1] for a difference); each category's
@@ -1071,6 +1075,8 @@ def _percentiles(replicates: dict[str, np.ndarray], level: float) -> dict[str, t
 
 def _wald(statistics: np.ndarray, level: float) -> np.ndarray:
     """(K, 2) AUC ∓ z_{(1 + level)/2} √var, clipped to [0, 1], from rows of (AUC, var)."""
+    from scipy.stats import norm
+
     half = norm.ppf(0.5 + level / 2) * np.sqrt(statistics[:, 1])
     return np.column_stack([np.clip(statistics[:, 0] - half, 0, 1), np.clip(statistics[:, 0] + half, 0, 1)])
 

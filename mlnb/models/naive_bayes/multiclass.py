@@ -39,7 +39,6 @@ import scipy.sparse as sp
 
 from mlnb._kernels.jit import HAVE_NUMBA, njit, prange
 from mlnb.errors import MlnbError
-from mlnb.models._linear import as_one_hot
 from mlnb.models.naive_bayes.counts import NBCounts
 
 CLASS_PRIORS = ("mle", "m_estimate", "uniform", "given")
@@ -49,6 +48,8 @@ PRIOR_SUM_TOLERANCE = 1e-6  # how far from 1 given class priors may sum
 def one_hot(Y, n_documents: int, n_classes: int = 0) -> sp.csr_matrix:
     """Y as one-hot CSR float32 (n × K): class labels 0..K−1 (1-D; K = max(largest + 1,
     n_classes), as a later chunk may bring a new class) or a one-hot matrix."""
+    from mlnb.models._linear import as_one_hot  # here: a compiling process (mlnb.precompile) skips scikit-learn
+
     return as_one_hot(Y, n_documents, min_classes=n_classes)
 
 
