@@ -413,7 +413,7 @@ def copy_rows(indptr, indices, data, rows, index_dtype=None, column_dtype=None, 
     On every thread when ``parallel``, else on one (None: above ``PARALLEL_COPY_NONZEROS`` non-zeros).
     ``offsets``: the rows' ``row_offsets`` when the caller has them. Numba required."""
     rows = np.asarray(rows, dtype=np.int64)
-    offsets = row_offsets(indptr, rows) if offsets is None else offsets
+    offsets = row_offsets(indptr, rows) if offsets is None else np.ascontiguousarray(offsets, dtype=np.int64)
     nonzeros = int(offsets[-1])
     if index_dtype is None:
         index_dtype = np.int32 if nonzeros <= _INT32_MAX else np.int64
@@ -424,10 +424,12 @@ def copy_rows(indptr, indices, data, rows, index_dtype=None, column_dtype=None, 
         import numba
 
         workers = numba.get_num_threads()
-        _copy_rows_parallel(indptr, indices, data, rows, out_indptr, out_indices, out_data, workers,
+        _copy_rows_parallel(indptr, indices, data, rows, offsets, out_indices, out_data, workers,
                             piece_rows(rows.size, workers))
     else:
-        _copy_rows_serial(indptr, indices, data, rows, out_indptr, out_indices, out_data)
+        # the int64 offsets, not out_indptr: the kernels read where each row goes, and one index type for them
+        # is one compiled combination fewer each
+        _copy_rows_serial(indptr, indices, data, rows, offsets, out_indices, out_data)
     return out_indptr, out_indices, out_data
 
 
