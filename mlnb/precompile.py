@@ -28,9 +28,10 @@ from pathlib import Path
 
 from mlnb import progress
 
-#: CPU seconds to compile every listed combination in one process (experiments/compile_times.py): the estimate of
-#: the status line, shared out between the worker processes
-COMPILE_CPU_SECONDS = 120.0
+#: CPU seconds to compile every listed combination in one process (experiments/compile_times.py's total, rounded
+#: up for the processes' start and a busy machine): the estimate of the status line, shared out between the
+#: worker processes
+COMPILE_CPU_SECONDS = 110.0
 #: at most this many compiling processes (each holds the compiler's few hundred MB)
 MAX_WORKERS = 8
 
