@@ -259,11 +259,6 @@ class Compiling:
                 process.wait()
 
 
-def compile_all(workers: int | None = None) -> bool:
-    """Compile every listed combination into numba's cache in ``workers`` processes; whether all were."""
-    return Compiling(workers or worker_processes()).wait()
-
-
 #: the compile a study command started before its imports (``start_compiling``), until ``ensure_compiled``
 _started: dict = {}
 
