@@ -14,6 +14,7 @@ waits for them before its data (``ensure_compiled``). Later processes load the k
 ``tests/test_precompile.py`` runs one study to fill a fresh cache and then studies of every other source
 in a second process, and fails with the combinations that were compiled there: they belong in the list.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -273,8 +274,8 @@ def start_compiling() -> None:
         return
     workers = worker_processes()
     announce(workers)
-    _started["compiling"] = Compiling(workers)
-    _started["since"] = time.perf_counter()
+    since = time.perf_counter()
+    _started["compiling"], _started["since"] = Compiling(workers), since
     atexit.register(_stop_started)
 
 
@@ -306,7 +307,8 @@ def ensure_compiled() -> None:
     # left out compile on use, as they did before this module, not again up front at every study
     outcome = "" if done else "; a compiling process failed, its kernels compile on use"
     try:
-        marker.write_text(f"{time.perf_counter() - started:.1f} s in {len(compiling.processes)} processes{outcome}\n")
+        seconds, processes = time.perf_counter() - started, len(compiling.processes)
+        marker.write_text(f"{seconds:.1f} s in {processes} processes{outcome}\n")
     except OSError:  # a cache folder that cannot be written: numba falls back likewise, nothing to keep
         pass
 
