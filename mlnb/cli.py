@@ -91,14 +91,16 @@ def _prepare_engine(config) -> None:
     ensure_compiled()
 
 
-def _start_compiling(quiet: bool) -> None:
+def _start_compiling(config: Path, quiet: bool) -> None:
     """The study commands' first step: progress on (or off), and the kernels' compile started where this cache
     lacks them, so that it runs while the command imports the rest of mlnb (seconds) and reads its config
-    (``mlnb.precompile.start_compiling``; ``_prepare_engine`` waits for it)."""
+    (``mlnb.precompile.start_compiling``; ``_prepare_engine`` waits for it). Not for a config path that names
+    no file: that command ends in one line, with nothing started."""
     from mlnb.precompile import start_compiling
 
     progress.enable(not quiet)
-    start_compiling()
+    if config.is_file():
+        start_compiling()
 
 
 def _results_written(folder: Path, note: str = "") -> None:
@@ -130,7 +132,7 @@ def run(config: Path = typer.Argument(..., readable=False,  # unreadable: one li
     The folder holds the resolved config.toml, metrics.csv (model x category),
     summary.json, ROC and lift curve tables, plots/*.png and report.md.
     """
-    _start_compiling(quiet)
+    _start_compiling(config, quiet)
     from mlnb.budget import check_budget
     from mlnb.config import load_config
     from mlnb.report.folder import check_writable
@@ -273,7 +275,7 @@ def sweep(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
     --param models.lr.lrate=0.1,0.3,1 --param models.lr.batch_size=100,1000 --set sweep.metric=auc
     --set sweep.category=6
     """
-    _start_compiling(quiet)
+    _start_compiling(config, quiet)
     from mlnb.budget import check_budget
     from mlnb.config import load_config
     from mlnb.metrics.evaluation import LOWER_IS_BETTER
@@ -316,7 +318,7 @@ def curve(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
           quiet: bool = typer.Option(False, "--quiet", help="No progress display.")) -> None:
     """Learning curves: every model on growing training samples (several seeds each), test macro AUC,
     micro F1 and mean expected accuracy against training size, and where the compared models' curves cross."""
-    _start_compiling(quiet)
+    _start_compiling(config, quiet)
     from mlnb.budget import check_budget
     from mlnb.config import load_config
     from mlnb.report.folder import check_writable
@@ -354,7 +356,7 @@ def bench(config: Path = typer.Argument(..., readable=False,  # unreadable: one 
     """The same models on many corpora: a results folder per corpus, then average ranks, the Friedman
     test (Iman-Davenport F), Nemenyi's critical difference with its diagram and Holm-adjusted Wilcoxon
     tests across them (Demšar 2006); with bench.curves, learning curves and crossover sizes per corpus."""
-    _start_compiling(quiet)
+    _start_compiling(config, quiet)
     from mlnb.config import load_config
     from mlnb.metrics.across_corpora import MIN_CORPORA
     from mlnb.report.bench import ranks_frame, write_bench

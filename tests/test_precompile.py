@@ -368,3 +368,35 @@ def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(first_and_warm_
     assert any(first_and_warm_process["cache"].rglob("*.nbc")), "the first run should have filled the empty cache"
     assert len(fresh["losses"]) == 4 and all(np.isfinite(fresh["losses"]))  # 2 fits × 2 passes
     assert (cached["fingerprint"], cached["losses"]) == (fresh["fingerprint"], fresh["losses"])
+
+
+def test_a_study_command_starts_the_compile_first_and_not_for_a_missing_config(tmp_path, monkeypatch):
+    """`mlnb run` starts the compile before it reads its config (``cli._start_compiling``); a config path that
+    names no file ends the command in one line, exit 2, with no compiling process started."""
+    from typer.testing import CliRunner
+
+    from mlnb.cli import app
+
+    marker, made = tmp_path / "mlnb-kernels-test.ready", []
+
+    class Fake:
+        def __init__(self, workers):
+            made.append(self)
+            self.processes = [None] * workers
+
+        def wait(self):
+            return True
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
+    monkeypatch.setattr(precompile, "Compiling", Fake)
+    monkeypatch.setattr(precompile, "_started", {})
+    done = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--quiet"])
+    assert done.exit_code == 2 and "no such config file" in done.output and made == []
+    config = tmp_path / "broken.toml"
+    config.write_text("[data]\nsource = 3\n")
+    done = CliRunner().invoke(app, ["run", str(config), "--quiet"])
+    assert done.exit_code == 2 and len(made) == 1 and not marker.exists()
+    precompile._stop_started()
