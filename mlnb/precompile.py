@@ -197,7 +197,7 @@ class Compiling:
 
     def __init__(self, workers: int, listed: list | None = None):
         self.listed = tasks() if listed is None else listed
-        self.pending = iter(self.listed)
+        self.pending = list(self.listed)
         self.claim = threading.Lock()
         self.answers: list[str] = []
         # the processes import this very package, wherever this process found it
@@ -220,13 +220,18 @@ class Compiling:
             raise
 
     def _drive(self, process: subprocess.Popen) -> None:
-        """Give ``process`` the next task each time it answers the last, until none is left or it dies."""
+        """Give ``process`` the next task each time it answers the last, until none is left or it dies: the
+        largest left of a module it has compiled from, else the largest left (the kernels of a module share
+        helpers, which a process compiles once)."""
+        modules: set[str] = set()
         try:
             while True:
                 with self.claim:
-                    task = next(self.pending, None)
-                if task is None:
-                    break
+                    if not self.pending:
+                        break
+                    task = next((task for task in self.pending if task[0] in modules), self.pending[0])
+                    self.pending.remove(task)
+                modules.add(task[0])
                 process.stdin.write(json.dumps(list(task)) + "\n")
                 process.stdin.flush()
                 answer = process.stdout.readline().strip()
