@@ -100,66 +100,68 @@ def test_a_package_kernel_compiling_is_announced_once_on_stderr_and_never_quietl
     assert len(lines) == 1 and lines[0].startswith(STATUS) and lines[0].endswith(" s)"), lines
 
 
+class FakeCompiling:
+    """Stands in for ``precompile.Compiling``: each one made is listed in ``made``; ``wait`` gives ``outcome``
+    (or raises it, an exception)."""
+
+    made: list = []
+    outcome = True
+
+    def __init__(self, workers):
+        self.made.append(self)
+        self.processes, self.waited, self.stopped = [None] * workers, False, False
+
+    def wait(self):
+        self.waited = True
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+    def stop(self):
+        self.stopped = True
+
+
+@pytest.fixture
+def fake_compiling(tmp_path, monkeypatch):
+    """No real compile: ``FakeCompiling`` in its place, a marker in tmp_path not yet written, nothing started,
+    the status line not yet printed and progress on. Returns (the class, the marker)."""
+    marker = tmp_path / "mlnb-kernels-test.ready"
+    fake = type("Fake", (FakeCompiling,), {"made": []})
+    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
+    monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
+    monkeypatch.setattr(precompile, "Compiling", fake)
+    monkeypatch.setattr(precompile, "_started", {})
+    monkeypatch.setitem(precompile._announced, "done", False)
+    monkeypatch.setattr(progress, "_enabled", True)
+    return fake, marker
+
+
 @pytest.mark.parametrize("succeeded", [True, False])
-def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(tmp_path, monkeypatch, capsys, succeeded):
+def test_a_finished_compile_is_not_repeated_even_where_a_process_failed(fake_compiling, capsys, succeeded):
     """The marker is written whether or not every compiling process succeeded (a combination a platform
     cannot compile then compiles on use), so that no study pays the whole compile again; an interrupt
     leaves none, so the next study compiles. The compile that runs says so on stderr, in one line."""
-    marker, calls = tmp_path / "mlnb-kernels-test.ready", []
-
-    class Fake:
-        def __init__(self, workers):
-            calls.append(workers)
-            self.processes = [None] * workers
-
-        def wait(self):
-            return succeeded
-
-    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
-    monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
-    monkeypatch.setattr(precompile, "Compiling", Fake)
-    monkeypatch.setitem(precompile._announced, "done", False)
-    monkeypatch.setattr(progress, "_enabled", True)
+    fake, marker = fake_compiling
+    fake.outcome = succeeded
     capsys.readouterr()
     precompile.ensure_compiled()
     precompile.ensure_compiled()
-    assert len(calls) == 1 and marker.exists()
+    assert len(fake.made) == 1 and marker.exists()
     assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith(STATUS)]) == 1
     assert ("failed" in marker.read_text()) is not succeeded
 
-    class Interrupted(Fake):
-        def wait(self):
-            raise KeyboardInterrupt
     marker.unlink()
-    monkeypatch.setattr(precompile, "Compiling", Interrupted)
+    fake.outcome = KeyboardInterrupt()
     with pytest.raises(KeyboardInterrupt):
         precompile.ensure_compiled()
     assert not marker.exists()
 
 
-def test_a_compile_started_before_the_imports_is_the_one_the_study_waits_for(tmp_path, monkeypatch, capsys):
+def test_a_compile_started_before_the_imports_is_the_one_the_study_waits_for(fake_compiling, capsys):
     """``start_compiling`` (the study commands' first step) starts the processes and says so once;
     ``ensure_compiled`` then waits for that very compile instead of starting another, and writes the marker."""
-    marker, made = tmp_path / "mlnb-kernels-test.ready", []
-
-    class Fake:
-        def __init__(self, workers):
-            made.append(self)
-            self.processes, self.waited, self.stopped = [None] * workers, False, False
-
-        def wait(self):
-            self.waited = True
-            return True
-
-        def stop(self):
-            self.stopped = True
-
-    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
-    monkeypatch.setattr(precompile, "_announce_package_compiles", lambda: None)
-    monkeypatch.setattr(precompile, "Compiling", Fake)
-    monkeypatch.setattr(precompile, "_started", {})
-    monkeypatch.setitem(precompile._announced, "done", False)
-    monkeypatch.setattr(progress, "_enabled", True)
+    fake, marker = fake_compiling
+    made = fake.made
     capsys.readouterr()
     precompile.start_compiling()
     precompile.start_compiling()
@@ -370,33 +372,19 @@ def test_a_fresh_compilation_and_numbas_cache_give_the_same_bits(first_and_warm_
     assert (cached["fingerprint"], cached["losses"]) == (fresh["fingerprint"], fresh["losses"])
 
 
-def test_a_study_command_starts_the_compile_first_and_not_for_a_missing_config(tmp_path, monkeypatch):
+def test_a_study_command_starts_the_compile_first_and_not_for_a_missing_config(tmp_path, fake_compiling):
     """`mlnb run` starts the compile before it reads its config (``cli._start_compiling``); a config path that
     names no file ends the command in one line, exit 2, with no compiling process started."""
     from typer.testing import CliRunner
 
     from mlnb.cli import app
 
-    marker, made = tmp_path / "mlnb-kernels-test.ready", []
-
-    class Fake:
-        def __init__(self, workers):
-            made.append(self)
-            self.processes = [None] * workers
-
-        def wait(self):
-            return True
-
-        def stop(self):
-            pass
-
-    monkeypatch.setattr(precompile, "ready_marker", lambda: marker)
-    monkeypatch.setattr(precompile, "Compiling", Fake)
-    monkeypatch.setattr(precompile, "_started", {})
+    fake, marker = fake_compiling
     done = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--quiet"])
-    assert done.exit_code == 2 and "no such config file" in done.output and made == []
+    assert done.exit_code == 2 and "no such config file" in done.output and fake.made == []
     config = tmp_path / "broken.toml"
     config.write_text("[data]\nsource = 3\n")
     done = CliRunner().invoke(app, ["run", str(config), "--quiet"])
-    assert done.exit_code == 2 and len(made) == 1 and not marker.exists()
+    assert done.exit_code == 2 and len(fake.made) == 1 and not marker.exists()
     precompile._stop_started()
+    assert fake.made[0].stopped
