@@ -265,8 +265,16 @@ class Compiling:
                 process.wait()
 
 
-#: the compile a study command started before its imports (``start_compiling``), until ``ensure_compiled``
+#: the compile a study command started before its imports (``start_compiling``), until ``ensure_compiled``:
+#: "compiling" -> (when it started, its ``Compiling``)
 _started: dict = {}
+
+
+def _begin() -> None:
+    """Say so on stderr (``announce``) and start the compiling processes; kept in ``_started``."""
+    workers = worker_processes()
+    announce(workers)
+    _started["compiling"] = (time.perf_counter(), Compiling(workers))
 
 
 def start_compiling() -> None:
@@ -275,19 +283,16 @@ def start_compiling() -> None:
     first thing by the study commands (``progress`` already set); a command that ends before its study stops
     the processes (at exit)."""
     marker = ready_marker()
-    if marker is None or marker.exists() or _started:
+    if marker is None or marker.exists() or "compiling" in _started:
         return
-    workers = worker_processes()
-    announce(workers)
-    since = time.perf_counter()
-    _started["compiling"], _started["since"] = Compiling(workers), since
+    _begin()
     atexit.register(_stop_started)
 
 
 def _stop_started() -> None:
-    compiling = _started.pop("compiling", None)
-    if compiling is not None:
-        compiling.stop()
+    started = _started.pop("compiling", None)
+    if started is not None:
+        started[1].stop()
 
 
 def ensure_compiled() -> None:
@@ -301,12 +306,9 @@ def ensure_compiled() -> None:
     if marker.exists():
         _stop_started()
         return
-    compiling, started = _started.pop("compiling", None), _started.pop("since", None)
-    if compiling is None:
-        workers = worker_processes()
-        announce(workers)
-        started = time.perf_counter()
-        compiling = Compiling(workers)
+    if "compiling" not in _started:
+        _begin()
+    started, compiling = _started.pop("compiling")
     done = compiling.wait()  # an interrupt leaves no marker: the next study compiles again
     # written also where a process failed (a combination this platform cannot compile): the kernels it
     # left out compile on use, as they did before this module, not again up front at every study

@@ -226,16 +226,9 @@ def test_kinds_build_the_task():
 
 def one_hot_chunks(X, y, size, K):
     """make_chunks of ``size`` documents with one-hot Y (K classes), as a ChunkSource gives them."""
-    from types import SimpleNamespace
+    from tests.models.logistic.test_logistic import chunks_of
 
-    Y = sp.csr_matrix(np.eye(K, dtype=np.int8)[y])
-
-    def make_chunks():
-        for start in range(0, X.shape[0], size):
-            yield SimpleNamespace(X=X[start:start + size], Y=Y[start:start + size], where="train.jsonl",
-                                  first_line=start + 1)
-
-    return make_chunks
+    return chunks_of(X, np.eye(K, dtype=np.int8)[y], size)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
